@@ -1,0 +1,77 @@
+import type { DomainEvent, KeyScope, PlatformKind } from '../../src/events/catalogue/index.ts';
+
+/** The one run an account may have queued or running. */
+export interface ActiveRun {
+  readonly runId: string;
+  readonly status: 'queued' | 'running';
+  readonly keyId: string;
+  readonly scope: KeyScope;
+  readonly autoApply: boolean;
+  readonly brief: string;
+  readonly queuedAt: string;
+  readonly startedAt: string | null;
+  readonly workerId: string | null;
+}
+
+/**
+ * Decision state of an account: everything the run lifecycle needs and nothing more, so
+ * it stays the same size however many runs the account has had.
+ */
+export interface AccountState {
+  readonly exists: boolean;
+  readonly workspaceId: string | null;
+  readonly platform: PlatformKind | null;
+  readonly sandboxSeed: number | null;
+  readonly activeRun: ActiveRun | null;
+  readonly runsQueued: number;
+}
+
+export const accountFolder = {
+  stateVersion: 1,
+  initialState: (): AccountState => ({
+    exists: false,
+    workspaceId: null,
+    platform: null,
+    sandboxSeed: null,
+    activeRun: null,
+    runsQueued: 0,
+  }),
+  evolve(state: AccountState, event: DomainEvent): AccountState {
+    switch (event.type) {
+      case 'AccountCreated':
+        return {
+          ...state,
+          exists: true,
+          workspaceId: event.workspace_id,
+          platform: event.data.platform,
+          sandboxSeed: event.data.sandbox_seed,
+        };
+      case 'RunQueued':
+        return {
+          ...state,
+          runsQueued: state.runsQueued + 1,
+          activeRun: {
+            runId: event.data.run_id,
+            status: 'queued',
+            keyId: event.data.key_id,
+            scope: event.data.scope,
+            autoApply: event.data.auto_apply,
+            brief: event.data.brief,
+            queuedAt: event.time,
+            startedAt: null,
+            workerId: null,
+          },
+        };
+      case 'RunStarted':
+        return state.activeRun?.runId === event.data.run_id
+          ? { ...state, activeRun: { ...state.activeRun, status: 'running', startedAt: event.time, workerId: event.data.worker_id } }
+          : state;
+      case 'RunCanceled':
+      case 'RunSucceeded':
+      case 'RunFailed':
+        return state.activeRun?.runId === event.data.run_id ? { ...state, activeRun: null } : state;
+      default:
+        return state;
+    }
+  },
+};

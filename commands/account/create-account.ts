@@ -1,0 +1,25 @@
+import type { PlatformKind } from '../../src/events/catalogue/index.ts';
+import { AlreadyExistsError } from '../errors.ts';
+import { newEvent, type CommandMeta } from '../shared/new-event.ts';
+import type { AccountState } from './account-state.ts';
+
+export interface CreateAccount {
+  readonly workspaceId: string;
+  readonly accountId: string;
+  readonly name: string;
+  readonly platform: PlatformKind;
+  readonly sandboxSeed: number | null;
+  readonly meta: CommandMeta;
+}
+
+export function decideCreateAccount(command: CreateAccount, state: AccountState) {
+  if (state.exists) throw new AlreadyExistsError('Account', command.accountId);
+  return [
+    newEvent(
+      'AccountCreated',
+      { name: command.name, platform: command.platform, sandbox_seed: command.sandboxSeed },
+      { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'account', id: command.accountId } },
+      command.meta,
+    ),
+  ];
+}

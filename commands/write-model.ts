@@ -1,0 +1,97 @@
+import type { DomainEvent } from '../src/events/catalogue/index.ts';
+import { AggregateRepository } from '../src/event-store/aggregate-repository.ts';
+import type { EventStore, StoredEvent } from '../src/event-store/event-store.ts';
+import type { SnapshotStore } from '../src/event-store/snapshot-store.ts';
+import type { Subjects } from '../src/event-store/subjects.ts';
+import { accountFolder, type AccountState } from './account/account-state.ts';
+import { decideCreateAccount, type CreateAccount } from './account/create-account.ts';
+import {
+  decideCancelRun,
+  decideClaimRun,
+  decideFinishRun,
+  decideStartRun,
+  type CancelRun,
+  type ClaimRun,
+  type FinishRun,
+  type StartRun,
+} from './account/run-lifecycle.ts';
+import { decideIssueKey, decideRevokeKey, keyFolder, type IssueKey, type KeyState, type RevokeKey } from './key/key-decider.ts';
+import { handleCommand, type CommandResult, type Decide } from './shared/command-handler.ts';
+import { decideCreateWorkspace, workspaceFolder, type CreateWorkspace, type WorkspaceState } from './workspace/workspace-decider.ts';
+
+/**
+ * Every way state can change, in one place: each method loads one aggregate, decides,
+ * and appends with optimistic concurrency. Callers (HTTP routes, workers, the CLI) never
+ * append events themselves.
+ */
+export class WriteModel {
+  readonly workspaces: AggregateRepository<WorkspaceState, DomainEvent>;
+  readonly keys: AggregateRepository<KeyState, DomainEvent>;
+  readonly accounts: AggregateRepository<AccountState, DomainEvent>;
+
+  constructor(
+    readonly store: EventStore,
+    readonly subjects: Subjects,
+    snapshots: SnapshotStore | null,
+  ) {
+    this.workspaces = new AggregateRepository(store, snapshots, workspaceFolder);
+    this.keys = new AggregateRepository(store, snapshots, keyFolder);
+    this.accounts = new AggregateRepository(store, snapshots, accountFolder);
+  }
+
+  workspaceSubject(workspaceId: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId: null, aggregate: { type: 'workspace', id: workspaceId } });
+  }
+
+  keySubject(workspaceId: string, keyId: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId: null, aggregate: { type: 'key', id: keyId } });
+  }
+
+  accountSubject(workspaceId: string, accountId: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'account', id: accountId } });
+  }
+
+  createWorkspace(command: CreateWorkspace): Promise<CommandResult<WorkspaceState>> {
+    return handleCommand(this.store, this.workspaces, this.workspaceSubject(command.workspaceId), command, decideCreateWorkspace, workspaceFolder.evolve);
+  }
+
+  issueKey(command: IssueKey): Promise<CommandResult<KeyState>> {
+    return handleCommand(this.store, this.keys, this.keySubject(command.workspaceId, command.keyId), command, decideIssueKey, keyFolder.evolve);
+  }
+
+  revokeKey(command: RevokeKey): Promise<CommandResult<KeyState>> {
+    return handleCommand(this.store, this.keys, this.keySubject(command.workspaceId, command.keyId), command, decideRevokeKey, keyFolder.evolve);
+  }
+
+  createAccount(command: CreateAccount): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideCreateAccount);
+  }
+
+  startRun(command: StartRun): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideStartRun);
+  }
+
+  cancelRun(command: CancelRun): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideCancelRun);
+  }
+
+  claimRun(command: ClaimRun): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideClaimRun);
+  }
+
+  finishRun(command: FinishRun): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideFinishRun);
+  }
+
+  private onAccount<C extends { workspaceId: string; accountId: string }>(
+    command: C,
+    decide: Decide<C, AccountState>,
+  ): Promise<CommandResult<AccountState>> {
+    return handleCommand(this.store, this.accounts, this.accountSubject(command.workspaceId, command.accountId), command, decide, accountFolder.evolve);
+  }
+}
+
+export function lastSeqOf(result: { appended: readonly Pick<StoredEvent, 'seq'>[] }): number | null {
+  const last = result.appended[result.appended.length - 1];
+  return last ? last.seq : null;
+}

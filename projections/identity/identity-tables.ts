@@ -1,0 +1,29 @@
+import type { ColumnType } from 'kysely';
+
+export interface WorkspacesTable {
+  id: string;
+  name: string;
+  created_at: ColumnType<Date, string, string>;
+  last_seq: number;
+}
+
+export interface AccountsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  platform: 'sandbox' | 'none';
+  sandbox_seed: number | null;
+  created_at: ColumnType<Date, string, string>;
+  last_seq: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  scope: 'read' | 'write' | 'admin';
+  secret_hash: string;
+  created_at: ColumnType<Date, string, string>;
+  revoked_at: ColumnType<Date | null, string | null, string | null>;
+  last_seq: number;
+}

@@ -1,0 +1,68 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { TERMINAL_RUN_STATUSES, type RunStatus, type RunsTable } from './runs-tables.ts';
+
+export type RunRow = Selectable<RunsTable>;
+
+/** The Run resource of the specification, as GET /api/v1/runs/{runId} returns it. */
+export interface RunRepresentation {
+  readonly id: string;
+  readonly object: 'run';
+  readonly status: RunStatus;
+  readonly project_id: string;
+  readonly auto_apply: boolean;
+  readonly scope: string;
+  readonly created_at: string;
+  readonly started_at: string | null;
+  readonly finished_at: string | null;
+  readonly poll_url: string;
+  /** Null until the run has finished. */
+  readonly duration_ms: number | null;
+  readonly agent: { kind: string; model: string } | null;
+  readonly result: {
+    readonly text: string;
+    readonly truncated: boolean;
+    readonly actions: readonly unknown[];
+    readonly tool_calls: readonly { name: string; input: Record<string, unknown>; ok: boolean }[];
+    readonly usage: { input_tokens: number; output_tokens: number; steps: number };
+  };
+  readonly error: { code: string; message: string } | null;
+}
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL_RUN_STATUSES.includes(status);
+}
+
+export function runUrl(publicBaseUrl: string, runId: string): string {
+  return `${publicBaseUrl}/api/v1/runs/${runId}`;
+}
+
+/** A run of one workspace; another workspace's run is indistinguishable from none. */
+export async function findRun(db: Kysely<Database>, workspaceId: string, runId: string): Promise<RunRow | undefined> {
+  return db.selectFrom('runs').selectAll().where('id', '=', runId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+}
+
+export function toRunRepresentation(row: RunRow, publicBaseUrl: string, actions: readonly unknown[] = []): RunRepresentation {
+  return {
+    id: row.id,
+    object: 'run',
+    status: row.status,
+    project_id: row.account_id,
+    auto_apply: row.auto_apply,
+    scope: row.scope,
+    created_at: row.created_at.toISOString(),
+    started_at: row.started_at?.toISOString() ?? null,
+    finished_at: row.finished_at?.toISOString() ?? null,
+    poll_url: runUrl(publicBaseUrl, row.id),
+    duration_ms: row.duration_ms,
+    agent: row.agent,
+    result: {
+      text: row.result_text,
+      truncated: row.truncated,
+      actions,
+      tool_calls: row.tool_calls,
+      usage: row.usage,
+    },
+    error: row.error,
+  };
+}

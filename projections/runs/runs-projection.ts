@@ -1,0 +1,131 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import type { DomainEvent } from '../../src/events/catalogue/index.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { Projection } from '../runtime/projection.ts';
+
+export const RUNS_PROJECTION = 'runs';
+
+/** The runs GET /api/v1/runs/{runId} serves: status, timings, result and error of each run. */
+export const runsProjection: Projection = {
+  name: RUNS_PROJECTION,
+  version: 1,
+  tables: ['runs'],
+
+  async createTables(db: Kysely<any>) {
+    await db.schema
+      .createTable('runs')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('workspace_id', 'text', (c) => c.notNull())
+      .addColumn('account_id', 'text', (c) => c.notNull())
+      .addColumn('key_id', 'text', (c) => c.notNull())
+      .addColumn('scope', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('brief', 'text', (c) => c.notNull())
+      .addColumn('auto_apply', 'boolean', (c) => c.notNull())
+      .addColumn('agent', 'jsonb')
+      .addColumn('worker_id', 'text')
+      .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('started_at', 'timestamptz')
+      .addColumn('finished_at', 'timestamptz')
+      .addColumn('duration_ms', 'integer')
+      .addColumn('result_text', 'text', (c) => c.notNull().defaultTo(''))
+      .addColumn('truncated', 'boolean', (c) => c.notNull().defaultTo(false))
+      .addColumn('usage', 'jsonb', (c) => c.notNull())
+      .addColumn('error', 'jsonb')
+      .addColumn('tool_calls', 'jsonb', (c) => c.notNull())
+      .addColumn('tool_call_count', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('last_seq', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('runs_account').on('runs').columns(['account_id', 'created_at']).execute();
+  },
+
+  async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+    for (const { seq, event: raw } of events) {
+      const event = raw as DomainEvent;
+      switch (event.type) {
+        case 'RunQueued':
+          await trx
+            .insertInto('runs')
+            .values({
+              id: event.data.run_id,
+              workspace_id: event.workspace_id,
+              account_id: event.account_id!,
+              key_id: event.data.key_id,
+              scope: event.data.scope,
+              status: 'queued',
+              brief: event.data.brief,
+              auto_apply: event.data.auto_apply,
+              agent: null,
+              worker_id: null,
+              created_at: event.time,
+              started_at: null,
+              finished_at: null,
+              duration_ms: null,
+              result_text: '',
+              truncated: false,
+              usage: JSON.stringify({ input_tokens: 0, output_tokens: 0, steps: 0 }),
+              error: null,
+              tool_calls: '[]',
+              tool_call_count: 0,
+              last_seq: seq,
+            })
+            .execute();
+          break;
+        case 'RunStarted':
+          await trx
+            .updateTable('runs')
+            .set({
+              status: 'running',
+              started_at: event.time,
+              worker_id: event.data.worker_id,
+              agent: JSON.stringify(event.data.agent),
+              last_seq: seq,
+            })
+            .where('id', '=', event.data.run_id)
+            .execute();
+          break;
+        case 'RunCanceled':
+          await trx
+            .updateTable('runs')
+            .set({ status: 'canceled', finished_at: event.time, last_seq: seq })
+            .where('id', '=', event.data.run_id)
+            .execute();
+          break;
+        case 'RunSucceeded':
+          await trx
+            .updateTable('runs')
+            .set({
+              status: 'succeeded',
+              finished_at: event.time,
+              duration_ms: event.data.duration_ms,
+              result_text: event.data.text,
+              truncated: event.data.truncated,
+              usage: JSON.stringify(event.data.usage),
+              last_seq: seq,
+            })
+            .where('id', '=', event.data.run_id)
+            .execute();
+          break;
+        case 'RunFailed':
+          await trx
+            .updateTable('runs')
+            .set({
+              status: 'failed',
+              finished_at: event.time,
+              duration_ms: event.data.duration_ms,
+              result_text: event.data.text,
+              truncated: event.data.truncated,
+              usage: JSON.stringify(event.data.usage),
+              error: JSON.stringify(event.data.error),
+              last_seq: seq,
+            })
+            .where('id', '=', event.data.run_id)
+            .execute();
+          break;
+        default:
+          break;
+      }
+    }
+  },
+};

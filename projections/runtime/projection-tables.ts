@@ -1,0 +1,24 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import type { Projection } from './projection.ts';
+
+/**
+ * Makes sure the projection's tables exist at its current version. A missing checkpoint
+ * or an older version drops the owned tables and creates them empty at checkpoint 0:
+ * the projector then replays the log from the first event. An advisory lock keeps two
+ * processes starting at once from doing it twice.
+ *
+ * @returns the checkpoint the projector resumes after.
+ */
+export async function ensureProjectionTables(db: Kysely<Database>, projection: Projection): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtext(${`projection:${projection.name}`}))`.execute(trx);
+    const checkpoint = await lockCheckpoint(trx, projection.name);
+    if (checkpoint && checkpoint.version === projection.version) return checkpoint.lastSeq;
+    for (const table of projection.tables) await trx.schema.dropTable(table).ifExists().cascade().execute();
+    await projection.createTables(trx);
+    await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: 0 });
+    return 0;
+  });
+}

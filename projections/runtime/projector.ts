@@ -1,0 +1,222 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { parseEvent, type StoredEvent } from '../../src/event-store/event-store.ts';
+import type { Logger } from '../../src/log/logger.ts';
+import { lockCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { ensureProjectionTables } from './projection-tables.ts';
+import type { Projection } from './projection.ts';
+
+export interface ProjectorOptions {
+  readonly db: Kysely<Database>;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly stream: string;
+  /** Subject filter covering the whole stream, so stream sequences arrive gap-free. */
+  readonly filterSubject: string;
+  readonly projection: Projection;
+  readonly logger: Logger;
+  readonly batchSize?: number;
+  /**
+   * Called after a batch's transaction committed and before its messages are acked. The
+   * crash tests use it to stop a projector exactly there; nothing else should need it.
+   */
+  readonly afterCommit?: (lastSeq: number) => Promise<void> | void;
+}
+
+export interface ProjectorStatus {
+  readonly name: string;
+  readonly lastSeq: number;
+  /** True while the last attempt to apply a batch failed; the projector retries, never skips. */
+  readonly stalled: boolean;
+  readonly lastError: string | null;
+}
+
+const MAX_BACKOFF_MS = 5000;
+
+/**
+ * Runs one projection as a durable JetStream consumer. Each batch is applied in one
+ * Postgres transaction together with the checkpoint, and acknowledged only after commit:
+ * at-least-once delivery, exactly-once effect (redeliveries at or below the checkpoint
+ * are skipped). Events are applied strictly in stream order; a failing batch is retried
+ * with backoff until it succeeds, and the projector reports itself stalled meanwhile.
+ */
+export class Projector {
+  private messages: ConsumerMessages | undefined;
+  private buffer: JsMsg[] = [];
+  private wake: (() => void) | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private status: ProjectorStatus;
+  private readonly batchSize: number;
+
+  constructor(private readonly options: ProjectorOptions) {
+    this.batchSize = options.batchSize ?? 500;
+    this.status = { name: options.projection.name, lastSeq: 0, stalled: false, lastError: null };
+  }
+
+  get consumerName(): string {
+    return `projector_${this.options.projection.name}`;
+  }
+
+  currentStatus(): ProjectorStatus {
+    return this.status;
+  }
+
+  async start(): Promise<void> {
+    const { db, projection } = this.options;
+    const checkpoint = await ensureProjectionTables(db, projection);
+    this.status = { ...this.status, lastSeq: checkpoint };
+    await this.ensureConsumer(checkpoint);
+    const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
+    this.messages = await consumer.consume({
+      max_messages: this.batchSize * 2,
+      callback: (message) => {
+        this.buffer.push(message);
+        this.wake?.();
+      },
+    });
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops fetching, finishes the batch in hand, and leaves unacknowledged events for the next start. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.messages?.close().catch(() => undefined);
+    await this.loop;
+  }
+
+  /**
+   * The durable consumer resumes from its own ack floor, but Postgres holds the truth: when
+   * the floor is past the checkpoint (tables were rebuilt, or the database restored) or
+   * deliveries are outstanding, the consumer is recreated from checkpoint + 1.
+   */
+  private async ensureConsumer(checkpoint: number): Promise<void> {
+    const { jsm, stream, filterSubject } = this.options;
+    try {
+      const info = await jsm.consumers.info(stream, this.consumerName);
+      // Unacknowledged deliveries from a previous life would only come back after ack_wait;
+      // recreating from the checkpoint replays them at once (already-applied ones are skipped).
+      if (info.ack_floor.stream_seq <= checkpoint && info.num_ack_pending === 0) return;
+      await jsm.consumers.delete(stream, this.consumerName);
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
+    }
+    await jsm.consumers.add(stream, {
+      durable_name: this.consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: checkpoint + 1,
+      filter_subject: filterSubject,
+      ack_wait: 30_000_000_000,
+      max_ack_pending: this.batchSize * 4,
+    });
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    let batch: JsMsg[] = [];
+    while (this.running || batch.length > 0) {
+      if (batch.length === 0) {
+        if (this.buffer.length === 0) {
+          if (!this.running) break;
+          await new Promise<void>((resolve) => (this.wake = resolve));
+          this.wake = undefined;
+          continue;
+        }
+        batch = this.buffer.splice(0, this.batchSize);
+      }
+      try {
+        const lastSeq = await this.applyBatch(batch);
+        await this.options.afterCommit?.(lastSeq);
+        for (const message of batch) message.ack();
+        batch = [];
+        failures = 0;
+        if (this.status.stalled) this.options.logger.info({ projection: this.status.name }, 'projector recovered');
+        this.status = { ...this.status, stalled: false, lastError: null };
+      } catch (error) {
+        if (error instanceof SequenceGapError) {
+          // Earlier events are still pending elsewhere (another copy of this projector, or a
+          // redelivery): hand the batch back and let them arrive first.
+          for (const message of batch) message.nak(200);
+          batch = [];
+          continue;
+        }
+        failures++;
+        const detail = error instanceof Error ? error.message : String(error);
+        this.status = { ...this.status, stalled: true, lastError: detail };
+        this.options.logger.error(
+          { projection: this.status.name, first_seq: batch[0]?.seq, failures, err: detail },
+          'projector failed to apply a batch; retrying, nothing is skipped',
+        );
+        for (const message of batch) message.working();
+        if (!this.running) break;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6))));
+      }
+    }
+  }
+
+  private async applyBatch(batch: readonly JsMsg[]): Promise<number> {
+    const { db, projection } = this.options;
+    const lastSeq = await db.transaction().execute(async (trx) => {
+      const checkpoint = await lockCheckpoint(trx, projection.name);
+      if (!checkpoint || checkpoint.version !== projection.version) {
+        throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
+      }
+      const fresh: StoredEvent[] = [];
+      let expected = checkpoint.lastSeq + 1;
+      for (const message of batch) {
+        if (message.seq < expected) continue;
+        if (message.seq > expected) throw new SequenceGapError(expected, message.seq);
+        fresh.push({ seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) });
+        expected++;
+      }
+      if (fresh.length === 0) return checkpoint.lastSeq;
+      await projection.apply(trx, fresh);
+      const last = fresh[fresh.length - 1]!.seq;
+      await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
+      return last;
+    });
+    this.status = { ...this.status, lastSeq };
+    return lastSeq;
+  }
+}
+
+class SequenceGapError extends Error {
+  constructor(expected: number, received: number) {
+    super(`expected stream sequence ${expected}, received ${received}`);
+    this.name = 'SequenceGapError';
+  }
+}
+
+/**
+ * Waits until a projection has applied every event up to `seq` (read-your-writes for a
+ * request that just appended, or that must not answer 404 before the read side caught up).
+ *
+ * @returns false when the timeout passed first.
+ */
+export async function waitForProjection(
+  db: Kysely<Database>,
+  projection: string,
+  seq: number,
+  timeoutMs = 5000,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
+    const checkpoint = await readCheckpoint(db, projection);
+    if (checkpoint && checkpoint.lastSeq >= seq) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}

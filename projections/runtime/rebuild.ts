@@ -1,0 +1,91 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import type { EventStore, StoredEvent } from '../../src/event-store/event-store.ts';
+import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import type { Projection } from './projection.ts';
+
+export interface RebuildOptions {
+  readonly db: Kysely<Database>;
+  readonly store: EventStore;
+  /** Live schema (DATABASE_SCHEMA); the rebuild works in `<schema>_rebuild` beside it. */
+  readonly schema: string;
+  /** Subject filter covering the whole stream. */
+  readonly filterSubject: string;
+  readonly projection: Projection;
+  readonly batchSize?: number;
+  /** Called after every batch with events applied so far and the target sequence. */
+  readonly onProgress?: (applied: number, target: number) => void;
+}
+
+export interface RebuildResult {
+  readonly events: number;
+  readonly lastSeq: number;
+  readonly durationMs: number;
+}
+
+/**
+ * Rebuilds a projection from sequence 1 into fresh tables in a shadow schema while the
+ * live projection keeps serving, then swaps them in: under the live checkpoint's row
+ * lock (which pauses the live projector), it applies the events that arrived meanwhile,
+ * moves the new tables into the live schema, and sets the checkpoint. Readers see the old
+ * tables or the new ones, never a mix.
+ */
+export async function rebuildProjection(options: RebuildOptions): Promise<RebuildResult> {
+  const { db, store, schema, projection, filterSubject } = options;
+  const batchSize = options.batchSize ?? 1000;
+  const shadow = `${schema}_rebuild`;
+  const started = Date.now();
+
+  await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
+  await sql`create schema ${sql.id(shadow)}`.execute(db);
+  await inSchema(db, shadow, (trx) => projection.createTables(trx));
+
+  const target = await store.lastSequence();
+  let applied = 0;
+  let lastSeq = 0;
+  let batch: StoredEvent[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const events = batch;
+    batch = [];
+    await inSchema(db, shadow, (trx) => projection.apply(trx, events));
+    applied += events.length;
+    lastSeq = events[events.length - 1]!.seq;
+    options.onProgress?.(lastSeq, target);
+  };
+  for await (const stored of store.readFiltered(filterSubject, 1, target)) {
+    batch.push(stored);
+    if (batch.length >= batchSize) await flush();
+  }
+  await flush();
+
+  const finalSeq = await db.transaction().execute(async (trx) => {
+    await lockCheckpoint(trx, projection.name);
+    const head = await store.lastSequence();
+    let tail: StoredEvent[] = [];
+    for await (const stored of store.readFiltered(filterSubject, lastSeq + 1, head)) tail.push(stored);
+    if (tail.length > 0) {
+      await sql`set local search_path to ${sql.id(shadow)}`.execute(trx);
+      await projection.apply(trx, tail);
+      lastSeq = tail[tail.length - 1]!.seq;
+      applied += tail.length;
+      tail = [];
+    }
+    await sql`set local search_path to ${sql.id(schema)}, public`.execute(trx);
+    for (const table of projection.tables) {
+      await sql`drop table if exists ${sql.id(schema, table)} cascade`.execute(trx);
+      await sql`alter table ${sql.id(shadow, table)} set schema ${sql.id(schema)}`.execute(trx);
+    }
+    await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq });
+    return lastSeq;
+  });
+  await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
+  return { events: applied, lastSeq: finalSeq, durationMs: Date.now() - started };
+}
+
+async function inSchema<T>(db: Kysely<Database>, schema: string, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`set local search_path to ${sql.id(schema)}`.execute(trx);
+    return work(trx);
+  });
+}

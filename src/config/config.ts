@@ -1,0 +1,154 @@
+/**
+ * Configuration comes only from environment variables. Every variable is listed in
+ * `CONFIG_VARIABLES` (the README's table is checked against it by a test), parsed once
+ * at start, and every problem is reported at once instead of one per restart.
+ */
+export const ROLES = ['http', 'projectors', 'agent-worker', 'apply-worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly natsUrl: string;
+  readonly databaseUrl: string;
+  /** Postgres schema that holds every table of this deployment (tests use one each). */
+  readonly databaseSchema: string;
+  readonly publicBaseUrl: string;
+  readonly logLevel: LogLevel;
+  /** JetStream stream that holds every event. */
+  readonly eventStream: string;
+  /** First token of every event subject; the hierarchy below it is the public contract. */
+  readonly subjectPrefix: string;
+  readonly streamReplicas: number;
+  readonly roles: readonly Role[];
+  readonly bodyLimitBytes: number;
+  readonly briefMaxLength: number;
+  readonly shutdownGraceMs: number;
+  readonly geminiApiKey: string | undefined;
+  readonly geminiModel: string;
+  readonly geminiBaseUrl: string | undefined;
+  readonly runTimeoutMs: number;
+  readonly runModelBudgetMs: number;
+  readonly agentWorkerConcurrency: number;
+}
+
+export interface ConfigVariable {
+  readonly name: string;
+  readonly default: string;
+  readonly description: string;
+}
+
+export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
+  { name: 'PORT', default: '8080', description: 'HTTP port.' },
+  { name: 'HOST', default: '127.0.0.1', description: 'HTTP bind address (0.0.0.0 in containers).' },
+  { name: 'NATS_URL', default: 'nats://127.0.0.1:4222', description: 'NATS server(s) with JetStream, comma separated.' },
+  { name: 'DATABASE_URL', default: 'postgres://postgres@127.0.0.1:5432/adsagent', description: 'PostgreSQL connection URL.' },
+  { name: 'DATABASE_SCHEMA', default: 'adsagent', description: 'Postgres schema for every table of this deployment.' },
+  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:8080', description: 'Origin used for absolute URLs in responses (poll_url, Location, approvals_url).' },
+  { name: 'LOG_LEVEL', default: 'info', description: `One of ${LOG_LEVELS.join(', ')}.` },
+  { name: 'EVENT_STREAM', default: 'ADS_EVENTS', description: 'JetStream stream name holding every event.' },
+  { name: 'EVENT_SUBJECT_PREFIX', default: 'ads', description: 'First token of every event subject.' },
+  { name: 'EVENT_STREAM_REPLICAS', default: '1', description: 'Stream replicas: 1 on a single node, 3 on the production cluster.' },
+  { name: 'ROLES', default: ROLES.join(','), description: `Roles this process runs, comma separated: ${ROLES.join(', ')}.` },
+  { name: 'BODY_LIMIT_BYTES', default: '65536', description: 'Largest accepted request body.' },
+  { name: 'BRIEF_MAX_LENGTH', default: '8000', description: 'Largest accepted brief, in characters.' },
+  { name: 'SHUTDOWN_GRACE_MS', default: '10000', description: 'How long SIGTERM waits for in-flight work before exiting.' },
+  { name: 'GEMINI_API_KEY', default: '', description: 'When set, runs use Gemini; otherwise the built-in rules agent.' },
+  { name: 'GEMINI_MODEL', default: 'gemini-2.5-flash', description: 'Gemini model name.' },
+  { name: 'GEMINI_BASE_URL', default: '', description: 'Override of the Gemini API base URL (tests point it at a local server).' },
+  { name: 'RUN_TIMEOUT_MS', default: '600000', description: 'Wall clock of one run (10 minutes); exceeding it fails the run with timed_out.' },
+  { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
+  { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
+];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Parses and validates the environment.
+ *
+ * @example
+ * ```ts
+ * const config = loadConfig({ ...process.env, PORT: '0' });
+ * ```
+ * @throws ConfigError listing every invalid variable.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const raw = (name: string): string => {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') return value.trim();
+    return CONFIG_VARIABLES.find((v) => v.name === name)?.default ?? '';
+  };
+  const integer = (name: string, min: number, max: number): number => {
+    const text = raw(name);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max}, got '${text}'`);
+      return min;
+    }
+    return value;
+  };
+  const url = (name: string, protocols: readonly string[]): string => {
+    const text = raw(name);
+    for (const part of text.split(',')) {
+      try {
+        const parsed = new URL(part.trim());
+        if (!protocols.includes(parsed.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got '${part}'`);
+      } catch {
+        problems.push(`${name} is not a URL: '${part}'`);
+      }
+    }
+    return text;
+  };
+  const token = (name: string, pattern: RegExp, rule: string): string => {
+    const text = raw(name);
+    if (!pattern.test(text)) problems.push(`${name} ${rule}, got '${text}'`);
+    return text;
+  };
+
+  const logLevel = raw('LOG_LEVEL') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got '${logLevel}'`);
+
+  const roles = raw('ROLES').split(',').map((r) => r.trim()).filter(Boolean) as Role[];
+  for (const role of roles) if (!ROLES.includes(role)) problems.push(`ROLES has unknown role '${role}' (known: ${ROLES.join(', ')})`);
+  if (roles.length === 0) problems.push('ROLES must name at least one role');
+
+  const publicBaseUrl = url('PUBLIC_BASE_URL', ['http:', 'https:']).replace(/\/+$/, '');
+  const geminiBaseUrl = raw('GEMINI_BASE_URL');
+  if (geminiBaseUrl) url('GEMINI_BASE_URL', ['http:', 'https:']);
+
+  const config: Config = {
+    port: integer('PORT', 0, 65535),
+    host: raw('HOST'),
+    natsUrl: url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseSchema: token('DATABASE_SCHEMA', /^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'),
+    publicBaseUrl,
+    logLevel,
+    eventStream: token('EVENT_STREAM', /^[A-Za-z0-9_-]{1,64}$/, 'must be letters, digits, _ or -'),
+    subjectPrefix: token('EVENT_SUBJECT_PREFIX', /^[a-z][a-z0-9_-]{0,31}$/, 'must be one lower-case subject token'),
+    streamReplicas: integer('EVENT_STREAM_REPLICAS', 1, 5),
+    roles,
+    bodyLimitBytes: integer('BODY_LIMIT_BYTES', 1024, 10 * 1024 * 1024),
+    briefMaxLength: integer('BRIEF_MAX_LENGTH', 1, 100_000),
+    shutdownGraceMs: integer('SHUTDOWN_GRACE_MS', 0, 600_000),
+    geminiApiKey: raw('GEMINI_API_KEY') || undefined,
+    geminiModel: raw('GEMINI_MODEL'),
+    geminiBaseUrl: geminiBaseUrl || undefined,
+    runTimeoutMs: integer('RUN_TIMEOUT_MS', 100, 3_600_000),
+    runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
+    agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

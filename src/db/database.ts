@@ -1,0 +1,74 @@
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+
+// BIGINT sequences fit in a JS number (2^53) for any realistic event log: parse them as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export class PostgresUnreachableError extends Error {
+  constructor(readonly url: string, cause: unknown) {
+    super(
+      `cannot reach PostgreSQL at ${redactUrl(url)} (${cause instanceof Error ? cause.message : String(cause)}); ` +
+        'start it with `bash deploy/ensure-services.sh` or set DATABASE_URL',
+      { cause },
+    );
+    this.name = 'PostgresUnreachableError';
+  }
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(invalid url)';
+  }
+}
+
+export interface DatabaseHandle {
+  readonly db: Kysely<Database>;
+  readonly schema: string;
+  readonly pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a pool whose connections resolve unqualified table names in `schema` first, so
+ * one database can hold many isolated deployments (every test file makes its own).
+ */
+export async function openDatabase(url: string, schema: string, maxConnections = 10): Promise<DatabaseHandle> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: maxConnections,
+    options: `-c search_path=${schema},public`,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 10_000,
+  });
+  // An idle client losing its server (Postgres restart) must not crash the process.
+  pool.on('error', () => undefined);
+  try {
+    const client = await pool.connect();
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new PostgresUnreachableError(url, error);
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    schema,
+    pool,
+    close: async () => {
+      await db.destroy();
+    },
+  };
+}
+
+export async function pingDatabase(db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db);
+}

@@ -1,0 +1,30 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import * as m001 from './migrations/001-infrastructure.ts';
+
+/**
+ * Migrations are listed here in code rather than read from a folder, so they work the same
+ * under tsx, in a bundle and in tests. Each file is immutable once released.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '001-infrastructure': m001,
+};
+
+class StaticMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return MIGRATIONS;
+  }
+}
+
+/** Runs pending migrations in the handle's schema. Concurrent starts are serialised by kysely's lock table. */
+export async function migrateToLatest(db: Kysely<any>, schema: string): Promise<void> {
+  const migrator = new Migrator({
+    db: db.withSchema(schema),
+    provider: new StaticMigrationProvider(),
+    migrationTableSchema: schema,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`, { cause: error });
+  }
+}

@@ -1,0 +1,32 @@
+import type { ColumnType, JSONColumnType } from 'kysely';
+import type { AccountsTable, ApiKeysTable, WorkspacesTable } from '../../projections/identity/identity-tables.ts';
+import type { RunsTable } from '../../projections/runs/runs-tables.ts';
+
+export interface ProjectionCheckpointsTable {
+  projection: string;
+  version: number;
+  last_seq: number;
+  updated_at: ColumnType<Date, string | undefined, string | undefined>;
+}
+
+export interface IdempotencyRecordsTable {
+  key_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  run_id: string;
+  state: 'processing' | 'completed';
+  response_status: number | null;
+  response_body: JSONColumnType<Record<string, unknown> | null, string | null, string | null>;
+  created_at: ColumnType<Date, string | undefined, never>;
+  locked_until: ColumnType<Date, string, string>;
+}
+
+/** Every table, infrastructure and read models, for kysely's type checking. */
+export interface Database {
+  projection_checkpoints: ProjectionCheckpointsTable;
+  idempotency_records: IdempotencyRecordsTable;
+  workspaces: WorkspacesTable;
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  runs: RunsTable;
+}

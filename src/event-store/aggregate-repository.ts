@@ -1,0 +1,71 @@
+import type { EventEnvelope } from '../events/envelope.ts';
+import { EMPTY_POSITION, type EventStore, type SubjectPosition } from './event-store.ts';
+import type { Snapshot, SnapshotStore } from './snapshot-store.ts';
+
+/** How one aggregate type folds its events. `evolve` must be pure. */
+export interface AggregateFolder<S, E extends EventEnvelope = EventEnvelope> {
+  /** Bump when the state's shape changes: older snapshots are then refolded. */
+  readonly stateVersion: number;
+  initialState(): S;
+  evolve(state: S, event: E): S;
+}
+
+export interface LoadedAggregate<S> extends SubjectPosition {
+  readonly state: S;
+}
+
+/** Persist a snapshot once this many events were folded past the last persisted one. */
+const SNAPSHOT_EVERY = 64;
+const CACHE_LIMIT = 20_000;
+
+/**
+ * Loads decision state in time independent of an aggregate's history: one direct get of
+ * the subject's last sequence, then the in-process cache (or the persisted snapshot)
+ * plus only the events after it. Any copy of the service may have appended in between;
+ * the tail read catches up, and the append's expected sequence catches the rest.
+ */
+export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
+  private readonly cache = new Map<string, Snapshot<S>>();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly snapshots: SnapshotStore | null,
+    private readonly folder: AggregateFolder<S, E>,
+  ) {}
+
+  async load(subject: string): Promise<LoadedAggregate<S>> {
+    const head = await this.store.lastOf(subject);
+    if (!head) return { ...EMPTY_POSITION, state: this.folder.initialState() };
+    let base = this.usable(this.cache.get(subject), head.seq);
+    if (!base && this.snapshots) base = this.usable(await this.snapshots.read<S>(subject), head.seq);
+    let state = base ? base.state : this.folder.initialState();
+    let position: SubjectPosition = base ?? EMPTY_POSITION;
+    let folded = 0;
+    for await (const stored of this.store.readSubject(subject, position.lastSequence, head.seq)) {
+      state = this.folder.evolve(state, stored.event as E);
+      position = { lastSequence: stored.seq, lastHash: stored.event.hash };
+      folded++;
+    }
+    const loaded = { ...position, state };
+    this.remember(subject, loaded, folded >= SNAPSHOT_EVERY);
+    return loaded;
+  }
+
+  /** Records the state a successful append produced, so the next load needs no fold. */
+  remember(subject: string, loaded: LoadedAggregate<S>, persist = false): void {
+    const snapshot: Snapshot<S> = { ...loaded, stateVersion: this.folder.stateVersion };
+    this.cache.delete(subject);
+    this.cache.set(subject, snapshot);
+    if (this.cache.size > CACHE_LIMIT) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    const due = persist || loaded.lastSequence % SNAPSHOT_EVERY === 0;
+    if (due && this.snapshots) void this.snapshots.write(subject, snapshot).catch(() => undefined);
+  }
+
+  private usable(snapshot: Snapshot<S> | null | undefined, headSeq: number): Snapshot<S> | null {
+    if (!snapshot || snapshot.stateVersion !== this.folder.stateVersion || snapshot.lastSequence > headSeq) return null;
+    return snapshot;
+  }
+}

@@ -1,0 +1,184 @@
+import {
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/nats-core';
+import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
+import { sealEvent } from '../events/event-hash.ts';
+import { eventValidator, type EventValidator } from '../events/event-validator.ts';
+import { AppendConflictError, EventStoreError, EventStoreErrorCode } from './errors.ts';
+
+/** An event as stored: its envelope plus where it sits in the stream. */
+export interface StoredEvent<E extends EventEnvelope = EventEnvelope> {
+  readonly seq: number;
+  readonly subject: string;
+  readonly event: E;
+}
+
+/** Where an aggregate's subject stands: the optimistic-concurrency expectation of the next append. */
+export interface SubjectPosition {
+  readonly lastSequence: number;
+  readonly lastHash: string;
+}
+
+export const EMPTY_POSITION: SubjectPosition = { lastSequence: 0, lastHash: GENESIS_HASH };
+
+/** Header names other than Nats-Msg-Id; consumers may route on them without parsing the body. */
+export const EVENT_TYPE_HEADER = 'Ads-Event-Type';
+export const EVENT_VERSION_HEADER = 'Ads-Event-Version';
+
+const CONFLICT_CODES = new Set<number>([
+  JetStreamApiCodes.StreamWrongLastSequence,
+  JetStreamApiCodes.StreamWrongLastSequenceUnknown,
+]);
+
+/** Gaps up to this many events are read with direct gets; longer ones with an ordered consumer. */
+const DIRECT_READ_LIMIT = 32;
+
+/**
+ * The event log on one JetStream stream. Appends are chained by hash per aggregate and
+ * guarded by the subject's expected last sequence, so two writers deciding on the same
+ * state cannot both succeed.
+ *
+ * @example
+ * ```ts
+ * const position = await store.positionOf(subject);
+ * await store.append(subject, [event], position); // throws AppendConflictError on a race
+ * ```
+ */
+export class EventStore {
+  private readonly validator: EventValidator;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    readonly streamName: string,
+    validator: EventValidator = eventValidator(),
+  ) {
+    this.validator = validator;
+  }
+
+  /**
+   * Appends events to one aggregate subject. The first must find the subject at
+   * `expected.lastSequence`; each next one expects its predecessor, so no other writer
+   * can interleave. NATS 2.9 has no atomic batch: a crash between two of them leaves a
+   * prefix, which is why commands decide one event per aggregate where they can.
+   *
+   * @throws AppendConflictError when the subject moved since `expected` was read.
+   */
+  async append<E extends EventEnvelope>(
+    subject: string,
+    events: readonly UnsealedEvent[],
+    expected: SubjectPosition,
+  ): Promise<StoredEvent<E>[]> {
+    const stored: StoredEvent<E>[] = [];
+    let position = expected;
+    for (const unsealed of events) {
+      this.validator.assertValid(unsealed);
+      const event = sealEvent(unsealed, position.lastHash) as E;
+      const headers = natsHeaders();
+      headers.set(EVENT_TYPE_HEADER, event.type);
+      headers.set(EVENT_VERSION_HEADER, String(event.version));
+      let seq: number;
+      try {
+        const ack = await this.js.publish(subject, JSON.stringify(event), {
+          msgID: event.id,
+          headers,
+          expect: { lastSubjectSequence: position.lastSequence, streamName: this.streamName },
+        });
+        seq = ack.seq;
+      } catch (error) {
+        if (error instanceof JetStreamApiError && CONFLICT_CODES.has(error.code)) {
+          throw new AppendConflictError(subject, position.lastSequence, { cause: error });
+        }
+        throw new EventStoreError(EventStoreErrorCode.AppendFailed, `append to ${subject} failed: ${String(error)}`, {
+          cause: error,
+        });
+      }
+      stored.push({ seq, subject, event });
+      position = { lastSequence: seq, lastHash: event.hash };
+    }
+    return stored;
+  }
+
+  /** The last event of a subject, or null when it has none. One round trip. */
+  async lastOf(subject: string): Promise<StoredEvent | null> {
+    const message = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
+    return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
+  }
+
+  async positionOf(subject: string): Promise<SubjectPosition> {
+    const last = await this.lastOf(subject);
+    return last ? { lastSequence: last.seq, lastHash: last.event.hash } : EMPTY_POSITION;
+  }
+
+  /** The event at a stream sequence, or null. */
+  async at(seq: number): Promise<StoredEvent | null> {
+    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
+    return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
+  }
+
+  /** The stream's last sequence (0 when empty). */
+  async lastSequence(): Promise<number> {
+    const info = await this.jsm.streams.info(this.streamName);
+    return info.state.last_seq;
+  }
+
+  /**
+   * Events of one subject with sequence in (afterSeq, uptoSeq], in order. `uptoSeq` must be
+   * a sequence known to exist on the subject (its last one, usually), so the read ends.
+   */
+  async *readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<StoredEvent> {
+    if (uptoSeq <= afterSeq) return;
+    let cursor = afterSeq + 1;
+    for (let read = 0; read < DIRECT_READ_LIMIT; read++) {
+      const message = await this.jsm.direct.getMessage(this.streamName, { seq: cursor, next_by_subj: subject });
+      if (!message || message.seq > uptoSeq) return;
+      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+      if (message.seq === uptoSeq) return;
+      cursor = message.seq + 1;
+    }
+    yield* this.readFiltered(subject, cursor, uptoSeq);
+  }
+
+  /**
+   * Every event matching `filter` from `fromSeq` through `uptoSeq` (default: the stream's
+   * last sequence when the read starts), through an ordered consumer: gap-free, in order,
+   * and it survives reconnects.
+   */
+  async *readFiltered(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<StoredEvent> {
+    const end = uptoSeq ?? (await this.lastSequence());
+    if (end < fromSeq) return;
+    const consumer = await this.js.consumers.get(this.streamName, {
+      filter_subjects: filter,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, fromSeq),
+    });
+    const messages = await consumer.consume({ max_messages: 512 });
+    try {
+      for await (const message of messages) {
+        if (message.seq > end) break;
+        yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+        if (message.seq === end || message.info.pending === 0) break;
+      }
+    } finally {
+      messages.stop();
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+}
+
+export function parseEvent(data: Uint8Array, seq: number): EventEnvelope {
+  try {
+    return JSON.parse(new TextDecoder().decode(data)) as EventEnvelope;
+  } catch (error) {
+    throw new EventStoreError(EventStoreErrorCode.Corrupt, `stream sequence ${seq} is not JSON`, { cause: error });
+  }
+}
+
+export function isConflict(error: unknown): error is AppendConflictError {
+  return error instanceof AppendConflictError;
+}

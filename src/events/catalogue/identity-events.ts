@@ -1,0 +1,72 @@
+import type { EventEnvelope } from '../envelope.ts';
+import { enumOf, int, object, str, type EventDefinition } from './schema-helpers.ts';
+
+export const KEY_SCOPES = ['read', 'write', 'admin'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+export const PLATFORM_KINDS = ['sandbox', 'none'] as const;
+export type PlatformKind = (typeof PLATFORM_KINDS)[number];
+
+export interface WorkspaceCreatedData {
+  readonly name: string;
+}
+export interface ApiKeyIssuedData {
+  readonly name: string;
+  readonly scope: KeyScope;
+  /** SHA-256 hex of the key's secret part; the key itself is never stored. */
+  readonly secret_hash: string;
+}
+export type ApiKeyRevokedData = Record<string, never>;
+export interface AccountCreatedData {
+  readonly name: string;
+  readonly platform: PlatformKind;
+  /** Seed of the generated sandbox account; null when not connected. */
+  readonly sandbox_seed: number | null;
+}
+
+export type WorkspaceCreated = EventEnvelope<'WorkspaceCreated', WorkspaceCreatedData>;
+export type ApiKeyIssued = EventEnvelope<'ApiKeyIssued', ApiKeyIssuedData>;
+export type ApiKeyRevoked = EventEnvelope<'ApiKeyRevoked', ApiKeyRevokedData>;
+export type AccountCreated = EventEnvelope<'AccountCreated', AccountCreatedData>;
+
+export type IdentityEvent = WorkspaceCreated | ApiKeyIssued | ApiKeyRevoked | AccountCreated;
+
+export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
+  {
+    type: 'WorkspaceCreated',
+    version: 1,
+    aggregate: 'workspace',
+    description: 'A workspace was created; it owns accounts and API keys.',
+    data: object({ name: str({ minLength: 1, maxLength: 200 }) }),
+  },
+  {
+    type: 'ApiKeyIssued',
+    version: 1,
+    aggregate: 'key',
+    description: 'An API key was issued. Only the SHA-256 of its secret is recorded.',
+    data: object({
+      name: str({ maxLength: 200 }),
+      scope: enumOf(['read', 'write', 'admin']),
+      secret_hash: str({ pattern: '^[0-9a-f]{64}$' }),
+    }),
+  },
+  {
+    type: 'ApiKeyRevoked',
+    version: 1,
+    aggregate: 'key',
+    description: 'An API key was revoked; it stops working at once and its queued runs fail with key_revoked.',
+    data: object({}),
+  },
+  {
+    type: 'AccountCreated',
+    version: 1,
+    aggregate: 'account',
+    description: 'An advertising account (the API\'s projectId) was added to a workspace.',
+    data: object({
+      name: str({ minLength: 1, maxLength: 200 }),
+      platform: enumOf(['sandbox', 'none']),
+      sandbox_seed: { anyOf: [int(0), { type: 'null' }] },
+    }),
+  },
+];
+

@@ -1,0 +1,79 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ACTOR_KINDS, AGGREGATE_TYPES, type EventEnvelope, type UnsealedEvent } from './envelope.ts';
+import { EVENT_DEFINITIONS } from './catalogue/index.ts';
+
+/** Raised when an event does not match its schema; the store refuses to append it. */
+export class EventSchemaError extends Error {
+  constructor(readonly eventType: string, readonly errors: readonly string[]) {
+    super(`event ${eventType} does not match its schema: ${errors.join('; ')}`);
+    this.name = 'EventSchemaError';
+  }
+}
+
+const ENVELOPE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'type', 'version', 'time', 'workspace_id', 'account_id', 'aggregate', 'actor', 'correlation_id', 'data'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    type: { type: 'string' },
+    version: { type: 'integer', minimum: 1 },
+    time: { type: 'string', format: 'date-time' },
+    workspace_id: { type: 'string', minLength: 1 },
+    account_id: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'null' }] },
+    aggregate: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'id'],
+      properties: { type: { enum: [...AGGREGATE_TYPES] }, id: { type: 'string', minLength: 1 } },
+    },
+    actor: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'id'],
+      properties: { kind: { enum: [...ACTOR_KINDS] }, id: { type: 'string', minLength: 1 } },
+    },
+    correlation_id: { type: 'string', minLength: 1 },
+    data: { type: 'object' },
+    prev_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  },
+} as const;
+
+/**
+ * Validates envelopes and per-type data against the catalogue. Compiled once; used by the
+ * store on append and by `adsagent audit verify` on replay.
+ */
+export class EventValidator {
+  private readonly envelope: ValidateFunction;
+  private readonly byTypeVersion = new Map<string, ValidateFunction>();
+
+  constructor() {
+    const ajv = new Ajv({ allErrors: true, strict: true });
+    addFormats.default(ajv);
+    this.envelope = ajv.compile(ENVELOPE_SCHEMA);
+    for (const definition of EVENT_DEFINITIONS) {
+      this.byTypeVersion.set(`${definition.type}@${definition.version}`, ajv.compile(definition.data));
+    }
+  }
+
+  /** @throws EventSchemaError */
+  assertValid(event: UnsealedEvent | EventEnvelope): void {
+    if (!this.envelope(event)) throw new EventSchemaError(String((event as { type?: unknown }).type), describe(this.envelope));
+    const validateData = this.byTypeVersion.get(`${event.type}@${event.version}`);
+    if (!validateData) throw new EventSchemaError(event.type, [`unknown type/version ${event.type}@${event.version}`]);
+    if (!validateData(event.data)) throw new EventSchemaError(event.type, describe(validateData, '/data'));
+  }
+}
+
+function describe(validate: ValidateFunction, prefix = ''): string[] {
+  return (validate.errors ?? []).map((e) => `${prefix}${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+}
+
+let shared: EventValidator | undefined;
+/** The process-wide validator (compiling the catalogue takes a few milliseconds). */
+export function eventValidator(): EventValidator {
+  shared ??= new EventValidator();
+  return shared;
+}

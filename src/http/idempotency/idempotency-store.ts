@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { IdempotencyKeyReusedError, IdempotentRequestInProgressError, InvalidIdempotencyKeyError } from './idempotency-errors.ts';
+
+/** How long a completed request can be replayed; documented in docs/api.md. */
+export const IDEMPOTENCY_RETENTION_HOURS = 24;
+/** A request still "processing" after this long belongs to a process that died; a retry takes it over. */
+const PROCESSING_LEASE_SECONDS = 30;
+
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export type IdempotencyClaim =
+  | { readonly kind: 'new'; readonly runId: string }
+  | { readonly kind: 'takeover'; readonly runId: string }
+  | { readonly kind: 'replay'; readonly status: number; readonly body: Record<string, unknown> };
+
+export function requestFingerprint(body: unknown): string {
+  return createHash('sha256').update(canonicalize(body) ?? '').digest('hex');
+}
+
+export function validateIdempotencyKey(value: string): string {
+  if (!KEY_PATTERN.test(value)) throw new InvalidIdempotencyKeyError();
+  return value;
+}
+
+/**
+ * Idempotency-Key handling after the IETF httpapi draft, scoped to the API key. The row
+ * is claimed with an INSERT that only one concurrent request can win; the run id is
+ * chosen then and stored, so a retry that takes over after a crash finishes the same run.
+ */
+export class IdempotencyStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * @throws IdempotencyKeyReusedError (422) for another body under the same key,
+   *   IdempotentRequestInProgressError (409) while the first request runs.
+   */
+  async claim(keyId: string, idempotencyKey: string, fingerprint: string, proposedRunId: string): Promise<IdempotencyClaim> {
+    await this.db
+      .deleteFrom('idempotency_records')
+      .where('key_id', '=', keyId)
+      .where('idempotency_key', '=', idempotencyKey)
+      .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`)
+      .execute();
+    const inserted = await this.db
+      .insertInto('idempotency_records')
+      .values({
+        key_id: keyId,
+        idempotency_key: idempotencyKey,
+        request_hash: fingerprint,
+        run_id: proposedRunId,
+        state: 'processing',
+        response_status: null,
+        response_body: null,
+        locked_until: sql`now() + make_interval(secs => ${PROCESSING_LEASE_SECONDS})` as any,
+      })
+      .onConflict((oc) => oc.columns(['key_id', 'idempotency_key']).doNothing())
+      .returning('run_id')
+      .executeTakeFirst();
+    if (inserted) return { kind: 'new', runId: inserted.run_id };
+
+    const existing = await this.db
+      .selectFrom('idempotency_records')
+      .selectAll()
+      .where('key_id', '=', keyId)
+      .where('idempotency_key', '=', idempotencyKey)
+      .executeTakeFirst();
+    if (!existing) return this.claim(keyId, idempotencyKey, fingerprint, proposedRunId);
+    if (existing.request_hash !== fingerprint) throw new IdempotencyKeyReusedError();
+    if (existing.state === 'completed' && existing.response_status !== null && existing.response_body) {
+      return { kind: 'replay', status: existing.response_status, body: existing.response_body };
+    }
+    const takenOver = await this.db
+      .updateTable('idempotency_records')
+      .set({ locked_until: sql`now() + make_interval(secs => ${PROCESSING_LEASE_SECONDS})` as any })
+      .where('key_id', '=', keyId)
+      .where('idempotency_key', '=', idempotencyKey)
+      .where('state', '=', 'processing')
+      .where('locked_until', '<', sql<Date>`now()`)
+      .returning('run_id')
+      .executeTakeFirst();
+    if (takenOver) return { kind: 'takeover', runId: takenOver.run_id };
+    throw new IdempotentRequestInProgressError();
+  }
+
+  async complete(keyId: string, idempotencyKey: string, status: number, body: Record<string, unknown>): Promise<void> {
+    await this.db
+      .updateTable('idempotency_records')
+      .set({ state: 'completed', response_status: status, response_body: JSON.stringify(body) })
+      .where('key_id', '=', keyId)
+      .where('idempotency_key', '=', idempotencyKey)
+      .execute();
+  }
+
+  /** An error response is not remembered: the key stays free for a corrected retry. */
+  async release(keyId: string, idempotencyKey: string): Promise<void> {
+    await this.db
+      .deleteFrom('idempotency_records')
+      .where('key_id', '=', keyId)
+      .where('idempotency_key', '=', idempotencyKey)
+      .where('state', '=', 'processing')
+      .execute();
+  }
+
+  /** Drops records past retention; the service calls it hourly. */
+  async sweep(): Promise<number> {
+    const result = await this.db
+      .deleteFrom('idempotency_records')
+      .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

@@ -1,0 +1,48 @@
+import { ConfigError, loadConfig } from './config/config.ts';
+import { PostgresUnreachableError } from './db/database.ts';
+import { NatsUnreachableError } from './event-store/nats-connection.ts';
+import { createLogger } from './log/logger.ts';
+import { startService } from './runtime/service.ts';
+
+/** Entry point of `npm start`: every role in one process unless ROLES says otherwise. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      for (const problem of error.problems) console.error(`config: ${problem}`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  let service;
+  try {
+    service = await startService(config, logger);
+  } catch (error) {
+    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError) {
+      console.error(`startup: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  console.error(`ads-agent-runs listening on ${service.http?.url ?? '(no http role)'} (roles: ${config.roles.join(', ')})`);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    service
+      .stop()
+      .then(() => process.exit(0))
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+await main();

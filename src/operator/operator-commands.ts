@@ -1,0 +1,97 @@
+import { v7 as uuidv7 } from 'uuid';
+import { identityProjection } from '../../projections/identity/identity-projection.ts';
+import { waitForProjection } from '../../projections/runtime/projector.ts';
+import { KeyNotFoundError, WorkspaceNotFoundError } from '../../commands/errors.ts';
+import { lastSeqOf } from '../../commands/write-model.ts';
+import { generateApiKey } from '../auth/api-key.ts';
+import type { KeyScope, PlatformKind } from '../events/catalogue/index.ts';
+import type { Actor } from '../events/envelope.ts';
+import type { Infrastructure } from '../runtime/infrastructure.ts';
+
+/**
+ * Operator actions (the `adsagent` CLI, the demo, tests). Each appends through the write
+ * model and then waits until the identity read model shows it, so a key printed by the
+ * CLI works on its next request. `visible` is false when no projector caught up in time
+ * (the service is not running): the change is recorded and shows once projectors run.
+ */
+export interface OperatorResult<T> {
+  readonly value: T;
+  readonly visible: boolean;
+}
+
+const OPERATOR: Actor = { kind: 'operator', id: process.env.USER ?? 'operator' };
+const VISIBILITY_TIMEOUT_MS = 5000;
+
+async function visible(infra: Infrastructure, result: { appended: readonly { seq: number }[] }): Promise<boolean> {
+  const seq = lastSeqOf(result);
+  return seq === null || waitForProjection(infra.database.db, identityProjection.name, seq, VISIBILITY_TIMEOUT_MS);
+}
+
+export async function createWorkspace(infra: Infrastructure, name: string): Promise<OperatorResult<{ id: string }>> {
+  const workspaceId = uuidv7();
+  const result = await infra.writeModel.createWorkspace({ workspaceId, name, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  return { value: { id: workspaceId }, visible: await visible(infra, result) };
+}
+
+/** Sandbox accounts get a seed derived from their id, so their generated data is reproducible. */
+export function sandboxSeedFor(accountId: string): number {
+  let hash = 2166136261;
+  for (const char of accountId) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619) >>> 0;
+  return hash % 2_147_483_647;
+}
+
+export async function createAccount(
+  infra: Infrastructure,
+  workspaceId: string,
+  name: string,
+  platform: PlatformKind,
+): Promise<OperatorResult<{ id: string }>> {
+  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
+  if (!workspace.state.exists) {
+    throw new WorkspaceNotFoundError(workspaceId);
+  }
+  const accountId = uuidv7();
+  const result = await infra.writeModel.createAccount({
+    workspaceId,
+    accountId,
+    name,
+    platform,
+    sandboxSeed: platform === 'sandbox' ? sandboxSeedFor(accountId) : null,
+    meta: { actor: OPERATOR, correlationId: accountId },
+  });
+  return { value: { id: accountId }, visible: await visible(infra, result) };
+}
+
+export async function issueKey(
+  infra: Infrastructure,
+  workspaceId: string,
+  scope: KeyScope,
+  name = '',
+): Promise<OperatorResult<{ id: string; key: string; scope: KeyScope }>> {
+  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
+  if (!workspace.state.exists) {
+    throw new WorkspaceNotFoundError(workspaceId);
+  }
+  const generated = generateApiKey();
+  const result = await infra.writeModel.issueKey({
+    workspaceId,
+    keyId: generated.keyId,
+    name,
+    scope,
+    secretHash: generated.secretHash,
+    meta: { actor: OPERATOR, correlationId: generated.keyId },
+  });
+  return { value: { id: generated.keyId, key: generated.key, scope }, visible: await visible(infra, result) };
+}
+
+/** Revokes a key; its workspace is looked up in the identity read model to address the key's subject. */
+export async function revokeKey(infra: Infrastructure, keyId: string): Promise<OperatorResult<{ id: string }>> {
+  const row = await infra.database.db.selectFrom('api_keys').select(['workspace_id']).where('id', '=', keyId).executeTakeFirst();
+  if (!row) throw new KeyNotFoundError(keyId);
+  const result = await infra.writeModel.revokeKey({
+    workspaceId: row.workspace_id,
+    keyId,
+    meta: { actor: OPERATOR, correlationId: keyId },
+  });
+  return { value: { id: keyId }, visible: await visible(infra, result) };
+}

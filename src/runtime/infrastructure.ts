@@ -1,0 +1,65 @@
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { WriteModel } from '../../commands/write-model.ts';
+import type { Config } from '../config/config.ts';
+import { openDatabase, type DatabaseHandle } from '../db/database.ts';
+import { migrateToLatest } from '../db/migrator.ts';
+import { EventStore } from '../event-store/event-store.ts';
+import { connectNats } from '../event-store/nats-connection.ts';
+import { SnapshotStore } from '../event-store/snapshot-store.ts';
+import { ensureEventStream } from '../event-store/stream-setup.ts';
+import { Subjects } from '../event-store/subjects.ts';
+
+/** Connections and stores every role shares; opened once per process. */
+export interface Infrastructure {
+  readonly config: Config;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly store: EventStore;
+  readonly subjects: Subjects;
+  readonly writeModel: WriteModel;
+  readonly database: DatabaseHandle;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to NATS and Postgres, creates or updates the stream, the snapshot bucket and
+ * the schema (migrations). Idempotent, so every process — service or CLI — can call it.
+ *
+ * @throws NatsUnreachableError | PostgresUnreachableError with a one-line explanation.
+ */
+export async function openInfrastructure(config: Config, clientName: string): Promise<Infrastructure> {
+  const nc = await connectNats(config.natsUrl, clientName);
+  let database: DatabaseHandle | undefined;
+  try {
+    database = await openDatabase(config.databaseUrl, config.databaseSchema);
+    await migrateToLatest(database.db, config.databaseSchema);
+    const jsm = await jetstreamManager(nc);
+    const js = jetstream(nc);
+    const subjects = new Subjects(config.subjectPrefix);
+    await ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas });
+    const snapshots = await SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas);
+    const store = new EventStore(js, jsm, config.eventStream);
+    const writeModel = new WriteModel(store, subjects, snapshots);
+    const opened = database;
+    return {
+      config,
+      nc,
+      js,
+      jsm,
+      store,
+      subjects,
+      writeModel,
+      database: opened,
+      close: async () => {
+        await nc.drain().catch(() => undefined);
+        await opened.close();
+      },
+    };
+  } catch (error) {
+    await nc.close().catch(() => undefined);
+    await database?.close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,43 @@
+import { pingDatabase } from '../db/database.ts';
+import type { ReadinessCheck } from '../http/health-routes.ts';
+import type { Projector } from '../../projections/runtime/projector.ts';
+import type { Infrastructure } from './infrastructure.ts';
+
+/** A projector further behind the stream than this is reported not ready. */
+export const READY_LAG_EVENTS = 1000;
+
+/** /readyz: NATS connected, Postgres answering, every projector caught up and not stalled. */
+export function readinessChecks(options: { infrastructure: Infrastructure; projectors: readonly Projector[] }): ReadinessCheck[] {
+  const { infrastructure, projectors } = options;
+  const checks: ReadinessCheck[] = [
+    {
+      name: 'nats',
+      check: async () => {
+        if (infrastructure.nc.isClosed()) return { ok: false, detail: 'connection closed' };
+        await infrastructure.nc.flush();
+        return { ok: true };
+      },
+    },
+    {
+      name: 'postgres',
+      check: async () => {
+        await pingDatabase(infrastructure.database.db);
+        return { ok: true };
+      },
+    },
+  ];
+  if (projectors.length > 0) {
+    checks.push({
+      name: 'projections',
+      check: async () => {
+        const head = await infrastructure.store.lastSequence();
+        const behind = projectors
+          .map((p) => p.currentStatus())
+          .filter((s) => s.stalled || head - s.lastSeq > READY_LAG_EVENTS)
+          .map((s) => (s.stalled ? `${s.name} stalled: ${s.lastError}` : `${s.name} at ${s.lastSeq} of ${head}`));
+        return behind.length === 0 ? { ok: true, detail: `caught up at ${head}` } : { ok: false, detail: behind.join('; ') };
+      },
+    });
+  }
+  return checks;
+}

@@ -1,0 +1,138 @@
+import { expect } from 'chai';
+import { sql } from 'kysely';
+import { Projector } from '../../projections/runtime/projector.ts';
+import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
+import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
+import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { workspaceCreated } from '../support/event-factory.ts';
+import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { ledgerProjection, ledgerRows } from '../support/ledger-projection.ts';
+import { eventually } from '../support/eventually.ts';
+
+const logger = createLogger('silent');
+
+describe('projection runtime', () => {
+  const config = isolatedConfig('projector');
+  let infra: Infrastructure;
+
+  before(async () => {
+    infra = await openInfrastructure(config, 'test-projector');
+  });
+  after(async () => {
+    await infra.close();
+    await dropIsolated(config);
+  });
+
+  const newProjector = (source: Infrastructure, afterCommit?: (seq: number) => Promise<void> | void) =>
+    new Projector({
+      db: source.database.db,
+      js: source.js,
+      jsm: source.jsm,
+      stream: config.eventStream,
+      filterSubject: source.subjects.all,
+      projection: ledgerProjection,
+      logger,
+      batchSize: 25,
+      afterCommit,
+    });
+
+  /** Appends `count` events spread over `aggregates` subjects; returns their ids. */
+  const appendEvents = async (count: number, aggregates = 10): Promise<string[]> => {
+    const positions = new Map<string, typeof EMPTY_POSITION>();
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const id = `agg-${i % aggregates}`;
+      const subject = infra.subjects.forAggregate({ workspaceId: id, accountId: null, aggregate: { type: 'workspace', id } });
+      const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
+      const event = workspaceCreated(id);
+      const [stored] = await infra.store.append(subject, [event], position);
+      positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
+      ids.push(event.id);
+    }
+    return ids;
+  };
+
+  it('applies every event exactly once when stopped between its commit and its ack', async () => {
+    await appendEvents(100);
+    const crashed = await openInfrastructure(config, 'test-projector-crashing');
+    let freeze: (() => void) | undefined;
+    const frozen = new Promise<void>((resolve) => (freeze = resolve));
+    let commits = 0;
+    const victim = newProjector(crashed, async () => {
+      commits++;
+      if (commits === 2) {
+        freeze!();
+        await new Promise(() => undefined); // never acks: the process "dies" here
+      }
+    });
+    await victim.start();
+    await frozen;
+    // The crash: the connection goes away with two committed-but-unacked batches' worth pending.
+    await crashed.nc.close();
+    const checkpointAtCrash = (await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq;
+    expect(checkpointAtCrash).to.be.greaterThan(0);
+
+    const survivor = newProjector(infra);
+    await survivor.start();
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await survivor.stop();
+    await crashed.database.close();
+
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows).to.have.length(head);
+    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
+  });
+
+  it('rebuilds from sequence 1 into rows identical to the live projection, and swaps them in', async () => {
+    await appendEvents(60);
+    const live = newProjector(infra);
+    await live.start();
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    const before = await ledgerRows(infra.database.db);
+
+    const progress: number[] = [];
+    const result = await rebuildProjection({
+      db: infra.database.db,
+      store: infra.store,
+      schema: config.databaseSchema,
+      filterSubject: infra.subjects.all,
+      projection: ledgerProjection,
+      batchSize: 40,
+      onProgress: (applied) => progress.push(applied),
+    });
+    expect(result.lastSeq).to.equal(head);
+    expect(progress.length).to.be.greaterThan(1);
+    expect(await ledgerRows(infra.database.db)).to.deep.equal(before);
+
+    // The live projector keeps going on the swapped-in tables.
+    await appendEvents(5);
+    const newHead = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(newHead));
+    await live.stop();
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows).to.have.length(newHead);
+    expect(rows.every((r) => r.applied === 1)).to.equal(true);
+  });
+
+  it('waits out a Postgres failure without losing or doubling an event', async () => {
+    const projector = newProjector(infra);
+    await projector.start();
+    // Simulate an outage of the projection's table: every batch fails until it is back.
+    await sql`alter table ledger rename to ledger_offline`.execute(infra.database.db);
+    await appendEvents(30);
+    await eventually(async () => expect(projector.currentStatus().stalled).to.equal(true));
+    await sql`alter table ledger_offline rename to ledger`.execute(infra.database.db);
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head), 15_000);
+    expect(projector.currentStatus().stalled).to.equal(false);
+    await projector.stop();
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows).to.have.length(head);
+    expect(rows.every((r) => r.applied === 1)).to.equal(true);
+  });
+});

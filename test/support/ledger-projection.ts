@@ -1,0 +1,39 @@
+import type { Kysely, Transaction } from 'kysely';
+import { sql } from 'kysely';
+import type { Projection } from '../../projections/runtime/projection.ts';
+import type { Database } from '../../src/db/schema.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+
+/**
+ * A projection whose effect is not idempotent on purpose: every application of an event
+ * increments its row's counter, so an event applied twice shows as 2 and a lost one as a
+ * missing row.
+ */
+export const ledgerProjection: Projection = {
+  name: 'ledger',
+  version: 1,
+  tables: ['ledger'],
+  async createTables(db: Kysely<any>) {
+    await db.schema
+      .createTable('ledger')
+      .addColumn('event_id', 'text', (c) => c.primaryKey())
+      .addColumn('seq', 'bigint', (c) => c.notNull())
+      .addColumn('subject', 'text', (c) => c.notNull())
+      .addColumn('applied', 'integer', (c) => c.notNull())
+      .execute();
+  },
+  async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+    const db = trx as unknown as Kysely<any>;
+    for (const { seq, subject, event } of events) {
+      await db
+        .insertInto('ledger')
+        .values({ event_id: event.id, seq, subject, applied: 1 })
+        .onConflict((oc: any) => oc.column('event_id').doUpdateSet({ applied: sql`ledger.applied + 1` }))
+        .execute();
+    }
+  },
+};
+
+export async function ledgerRows(db: Kysely<any>): Promise<{ event_id: string; seq: number; applied: number }[]> {
+  return db.selectFrom('ledger').select(['event_id', 'seq', 'applied']).orderBy('seq').execute();
+}
