@@ -1,0 +1,165 @@
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
+import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
+import { ConfigError, loadConfig, type Config } from '../config/config.ts';
+import { PostgresUnreachableError } from '../db/database.ts';
+import { isProblemError } from '../errors/problem-error.ts';
+import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
+import { NatsUnreachableError } from '../event-store/nats-connection.ts';
+import { createAccount, createWorkspace, issueKey, revokeKey } from '../operator/operator-commands.ts';
+import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
+import { createDemo, describeDemo } from './demo.ts';
+import { printResult, UsageError, warn } from './output.ts';
+
+const USAGE = `usage: adsagent <command> [options] [--json]
+
+  workspace create --name NAME
+  account create --workspace WS --name NAME [--platform sandbox|none]
+  key create --workspace WS --scope read|write|admin [--name NAME]
+  key revoke KEY_ID
+  demo
+  projections rebuild [NAME ...]      (default: every projection)
+
+Configuration comes from the same environment variables as the service (README).`;
+
+type Options = Record<string, string | boolean | undefined>;
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], name: string): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+function notVisibleWarning(visible: boolean): void {
+  if (!visible) warn('recorded, but no projector has shown it yet: is the service running? It takes effect once projectors run.');
+}
+
+async function run(command: string[], options: Options, json: boolean, infra: Infrastructure, config: Config): Promise<void> {
+  const [noun, verb, ...rest] = command;
+  switch (`${noun} ${verb ?? ''}`.trim()) {
+    case 'workspace create': {
+      const result = await createWorkspace(infra, required(options, 'name'));
+      notVisibleWarning(result.visible);
+      return printResult(json, result.value, result.value.id);
+    }
+    case 'account create': {
+      const platform = oneOf<PlatformKind>(String(options.platform ?? 'sandbox'), PLATFORM_KINDS, 'platform');
+      const result = await createAccount(infra, required(options, 'workspace'), required(options, 'name'), platform);
+      notVisibleWarning(result.visible);
+      return printResult(json, result.value, result.value.id);
+    }
+    case 'key create': {
+      const scope = oneOf<KeyScope>(required(options, 'scope'), KEY_SCOPES, 'scope');
+      const result = await issueKey(infra, required(options, 'workspace'), scope, String(options.name ?? ''));
+      notVisibleWarning(result.visible);
+      return printResult(json, result.value, `${result.value.id}\n${result.value.key}\n(the key is shown once; only its hash is stored)`);
+    }
+    case 'key revoke': {
+      const keyId = rest[0];
+      if (!keyId) throw new UsageError('key revoke needs KEY_ID');
+      const result = await revokeKey(infra, keyId);
+      notVisibleWarning(result.visible);
+      return printResult(json, { ...result.value, revoked: true }, `revoked ${keyId}`);
+    }
+    case 'demo': {
+      const demo = await createDemo(infra, config);
+      return printResult(json, demo as unknown as Record<string, unknown>, describeDemo(demo));
+    }
+    case 'projections rebuild': {
+      const names = rest.length > 0 ? rest : PROJECTIONS.map((p) => p.name);
+      const results: Record<string, unknown> = {};
+      for (const name of names) {
+        const projection = projectionNamed(name);
+        if (!projection) throw new UsageError(`unknown projection '${name}' (known: ${PROJECTIONS.map((p) => p.name).join(', ')})`);
+        const bar = new cliProgress.SingleBar(
+          { format: `${name.padEnd(10)} [{bar}] {percentage}% | {value}/{total} events | {duration}s`, stream: process.stderr },
+          cliProgress.Presets.shades_classic,
+        );
+        bar.start(Math.max(1, await infra.store.lastSequence()), 0);
+        const result = await rebuildProjection({
+          db: infra.database.db,
+          store: infra.store,
+          schema: config.databaseSchema,
+          filterSubject: infra.subjects.all,
+          projection,
+          onProgress: (seq, target) => {
+            bar.setTotal(Math.max(1, target));
+            bar.update(seq);
+          },
+        });
+        bar.update(result.lastSeq);
+        bar.stop();
+        results[name] = result;
+      }
+      return printResult(json, results, Object.entries(results).map(([n, r]) => `${n}: ${JSON.stringify(r)}`).join('\n'));
+    }
+    default:
+      throw new UsageError(`unknown command '${command.join(' ')}'`);
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        name: { type: 'string' },
+        workspace: { type: 'string' },
+        platform: { type: 'string' },
+        scope: { type: 'string' },
+      },
+    });
+  } catch (error) {
+    warn(error instanceof Error ? error.message : String(error));
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (parsed.values.help || parsed.positionals.length === 0) {
+    process.stdout.write(`${USAGE}\n`);
+    return parsed.values.help ? 0 : 2;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      for (const problem of error.problems) warn(`config: ${problem}`);
+      return 2;
+    }
+    throw error;
+  }
+  let infra: Infrastructure | undefined;
+  try {
+    infra = await openInfrastructure(config, 'adsagent-cli');
+    await run(parsed.positionals, parsed.values, parsed.values.json ?? false, infra, config);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      warn(error.message);
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
+    }
+    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError) {
+      warn(error.message);
+      return 1;
+    }
+    if (isProblemError(error)) {
+      warn(`${error.problem.title}: ${error.problem.detail ?? ''}`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await infra?.close();
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,45 @@
+import type { Router } from '@koa/router';
+import Koa from 'koa';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import { allowedMethods } from './allowed-methods.ts';
+import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
+import { accessLog } from './middleware/access-log.ts';
+import { errorHandler } from './middleware/error-handler.ts';
+import { requestId, requestIdOf } from './middleware/request-id.ts';
+import { routeNotFound } from './middleware/route-not-found.ts';
+
+export interface HttpAppOptions {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly routers: readonly Router[];
+  readonly readiness: readonly ReadinessCheck[];
+}
+
+/**
+ * Assembles the Koa app: request id → access log → error handler → 404 fallback →
+ * health routes → feature routers (each followed by its 405/501 handling).
+ * The order matters: the access log must see the status the error handler set, and
+ * both need the request id.
+ */
+export function createHttpApp(options: HttpAppOptions): Koa {
+  const { config, logger } = options;
+  // Never trust X-Forwarded-*: nothing here depends on the client address or scheme.
+  const app = new Koa({ proxy: false });
+  app.proxy = false;
+  app.silent = true;
+  // Only errors after the response started (e.g. a failing body stream) get here; the error handler catches the rest.
+  app.on('error', (error: unknown, ctx?: Koa.Context) => {
+    logger.error({ err: error, request_id: ctx ? requestIdOf(ctx) : undefined }, 'error while sending a response');
+  });
+
+  app.use(requestId());
+  app.use(accessLog(logger));
+  app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
+  app.use(routeNotFound());
+  for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {
+    app.use(router.routes());
+    app.use(allowedMethods(router));
+  }
+  return app;
+}

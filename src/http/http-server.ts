@@ -1,0 +1,81 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
+import type { Logger } from '../log/logger.ts';
+
+export interface HttpServer {
+  readonly port: number;
+  readonly url: string;
+  /** Stops gracefully; resolves once every connection is closed. Idempotent. */
+  stop(graceMs: number): Promise<void>;
+}
+
+export interface HttpServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Listens with `app` and returns a handle whose `stop` drains in-flight requests
+ * (up to a grace period) instead of cutting them off, so deploys lose no requests.
+ */
+export async function startHttpServer(app: Koa, options: HttpServerOptions): Promise<HttpServer> {
+  const { logger } = options;
+  const server = createServer();
+  const inFlight = new Set<ServerResponse>();
+  let stopping: Promise<void> | undefined;
+
+  // Registered before koa's handler so a request is tracked before any of its code runs.
+  server.on('request', (_req, res: ServerResponse) => {
+    inFlight.add(res);
+    if (stopping) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      inFlight.delete(res);
+      // The socket only counts as idle once node has finished with the response.
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
+  server.on('request', app.callback());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${urlHost(options.host)}:${port}`;
+  logger.info({ url }, 'http server listening');
+
+  return {
+    port,
+    url,
+    stop(graceMs: number): Promise<void> {
+      stopping ??= new Promise<void>((resolve) => {
+        logger.info({ in_flight: inFlight.size, grace_ms: graceMs }, 'http server stopping');
+        // Responses not yet started announce `Connection: close`, so clients do not reuse a dying socket.
+        for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+        const deadline = setTimeout(() => {
+          logger.warn({ in_flight: inFlight.size }, 'grace period over; closing remaining connections');
+          server.closeAllConnections();
+        }, graceMs);
+        server.close(() => {
+          clearTimeout(deadline);
+          logger.info('http server stopped');
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return stopping;
+    },
+  };
+}
+
+/** Wildcard bind addresses are not dialable everywhere; the URL points at loopback instead. */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}

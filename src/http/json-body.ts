@@ -1,0 +1,59 @@
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors/common-errors.ts';
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/**
+ * Reads and parses a JSON request body of at most `limitBytes`. Handlers call it
+ * explicitly, so routes without a body never buffer one.
+ *
+ * @throws MalformedJsonError (400) for a missing, empty or unparsable body.
+ * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8.
+ * @throws PayloadTooLargeError (413) when the body exceeds `limitBytes`.
+ */
+export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+  if (!hasBody(ctx)) throw new MalformedJsonError('body is empty');
+  // RFC 8259 makes UTF-8 the only interoperable JSON encoding, so other charsets are refused.
+  if (!ctx.is(JSON_TYPES) || !/^(utf-?8)?$/i.test(ctx.request.charset)) {
+    throw new UnsupportedMediaTypeError(ctx.get('Content-Type') || undefined);
+  }
+  const declaredLength = ctx.request.length;
+  if (declaredLength !== undefined && declaredLength > limitBytes) {
+    closeAfterResponse(ctx);
+    throw new PayloadTooLargeError(limitBytes);
+  }
+
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, { limit: limitBytes, length: declaredLength, encoding: 'utf-8' });
+  } catch (error) {
+    closeAfterResponse(ctx);
+    if (rawBodyErrorType(error) === 'entity.too.large') throw new PayloadTooLargeError(limitBytes);
+    throw error; // other raw-body errors are http-errors (400 aborted/size mismatch…) the error handler maps.
+  }
+  if (text.trim() === '') throw new MalformedJsonError('body is empty');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new MalformedJsonError(error instanceof Error ? error.message : 'invalid JSON');
+  }
+}
+
+function hasBody(ctx: Context): boolean {
+  if (ctx.get('Transfer-Encoding') !== '') return true;
+  const length = ctx.request.length;
+  return length !== undefined && length > 0;
+}
+
+/**
+ * The unread rest of a refused body is still on the socket; closing the connection after
+ * the response keeps it from being parsed as the next request or drained at our cost.
+ */
+function closeAfterResponse(ctx: Context): void {
+  ctx.res.shouldKeepAlive = false;
+}
+
+function rawBodyErrorType(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+}

@@ -1,0 +1,74 @@
+import type { Context, Middleware } from 'koa';
+import { InternalError } from '../../errors/common-errors.ts';
+import { isProblemError, type ProblemError } from '../../errors/problem-error.ts';
+import type { Logger } from '../../log/logger.ts';
+import { HttpStatusError } from '../http-status-error.ts';
+import { writeProblem } from '../problem-response.ts';
+import { requestIdOf } from './request-id.ts';
+
+/** Shape of http-errors (used by `ctx.throw`, @koa/router and raw-body). */
+interface HttpLikeError {
+  readonly status: number;
+  readonly expose: boolean;
+  readonly message: string;
+  readonly headers?: unknown;
+}
+
+function isHttpLikeError(error: unknown): error is HttpLikeError {
+  if (typeof error !== 'object' || error === null) return false;
+  const { status, expose } = error as Partial<HttpLikeError>;
+  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599 && typeof expose === 'boolean';
+}
+
+function stringHeaders(headers: unknown): Record<string, string> | undefined {
+  if (typeof headers !== 'object' || headers === null) return undefined;
+  const entries = Object.entries(headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+}
+
+/**
+ * Turns every error into a problem response, so clients only ever see RFC 9457 bodies
+ * and never a stack trace. Unexpected errors are logged in full under the request id
+ * that the client is told to quote.
+ */
+export function errorHandler(options: { logger: Logger; publicBaseUrl: string }): Middleware {
+  const { logger, publicBaseUrl } = options;
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const requestId = requestIdOf(ctx);
+      const problem = toProblem(error, ctx, requestId, logger);
+      if (ctx.headerSent || !ctx.writable) {
+        logger.warn({ request_id: requestId, status: problem.status }, 'error after response started; cannot send problem');
+        return;
+      }
+      clearHeadersExceptRequestId(ctx);
+      writeProblem(ctx, problem, { publicBaseUrl, requestId });
+    }
+  };
+}
+
+function toProblem(error: unknown, ctx: Context, requestId: string, logger: Logger): ProblemError {
+  const where = { request_id: requestId, method: ctx.method, path: ctx.path };
+  if (isProblemError(error)) {
+    if (error.status >= 500) logger.warn({ ...where, err: error, problem: error.problem.type }, 'request failed with a server-side problem');
+    return error;
+  }
+  if (isHttpLikeError(error)) {
+    if (error.status >= 500) logger.error({ ...where, err: error }, 'request failed with a server error');
+    // `expose` is false for 5xx and for messages not meant for clients.
+    return error.expose
+      ? new HttpStatusError(error.status, error.message, stringHeaders(error.headers))
+      : new HttpStatusError(error.status);
+  }
+  logger.error({ ...where, err: error }, 'unhandled error');
+  return new InternalError(requestId);
+}
+
+/** Headers a handler set before failing (Content-Disposition, caching…) must not leak onto the problem. */
+function clearHeadersExceptRequestId(ctx: Context): void {
+  for (const name of ctx.res.getHeaderNames()) {
+    if (name !== 'x-request-id') ctx.res.removeHeader(name);
+  }
+}
