@@ -16,6 +16,9 @@ import {
   type StartRun,
 } from './account/run-lifecycle.ts';
 import { decideIssueKey, decideRevokeKey, keyFolder, type IssueKey, type KeyState, type RevokeKey } from './key/key-decider.ts';
+import { actionFolder, type ActionState } from './action/action-state.ts';
+import { decideProposeAction, type ProposeAction } from './action/propose-action.ts';
+import { decideRecordToolCall, transcriptFolder, type RecordToolCall, type TranscriptState } from './run/transcript.ts';
 import { handleCommand, type CommandResult, type Decide } from './shared/command-handler.ts';
 import { decideCreateWorkspace, workspaceFolder, type CreateWorkspace, type WorkspaceState } from './workspace/workspace-decider.ts';
 
@@ -28,6 +31,8 @@ export class WriteModel {
   readonly workspaces: AggregateRepository<WorkspaceState, DomainEvent>;
   readonly keys: AggregateRepository<KeyState, DomainEvent>;
   readonly accounts: AggregateRepository<AccountState, DomainEvent>;
+  readonly transcripts: AggregateRepository<TranscriptState, DomainEvent>;
+  readonly actions: AggregateRepository<ActionState, DomainEvent>;
 
   constructor(
     readonly store: EventStore,
@@ -37,6 +42,8 @@ export class WriteModel {
     this.workspaces = new AggregateRepository(store, snapshots, workspaceFolder);
     this.keys = new AggregateRepository(store, snapshots, keyFolder);
     this.accounts = new AggregateRepository(store, snapshots, accountFolder);
+    this.transcripts = new AggregateRepository(store, snapshots, transcriptFolder);
+    this.actions = new AggregateRepository(store, snapshots, actionFolder);
   }
 
   workspaceSubject(workspaceId: string): string {
@@ -49,6 +56,14 @@ export class WriteModel {
 
   accountSubject(workspaceId: string, accountId: string): string {
     return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'account', id: accountId } });
+  }
+
+  runSubject(workspaceId: string, accountId: string, runId: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'run', id: runId } });
+  }
+
+  actionSubject(workspaceId: string, accountId: string, actionId: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'action', id: actionId } });
   }
 
   createWorkspace(command: CreateWorkspace): Promise<CommandResult<WorkspaceState>> {
@@ -81,6 +96,16 @@ export class WriteModel {
 
   finishRun(command: FinishRun): Promise<CommandResult<AccountState>> {
     return this.onAccount(command, decideFinishRun);
+  }
+
+  recordToolCall(command: RecordToolCall): Promise<CommandResult<TranscriptState>> {
+    const subject = this.runSubject(command.workspaceId, command.accountId, command.call.run_id);
+    return handleCommand(this.store, this.transcripts, subject, command, decideRecordToolCall, transcriptFolder.evolve);
+  }
+
+  proposeAction(command: ProposeAction): Promise<CommandResult<ActionState>> {
+    const subject = this.actionSubject(command.workspaceId, command.accountId, command.proposal.action_id);
+    return handleCommand(this.store, this.actions, subject, command, decideProposeAction, actionFolder.evolve);
   }
 
   private onAccount<C extends { workspaceId: string; accountId: string }>(

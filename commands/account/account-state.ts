@@ -19,6 +19,7 @@ export interface ActiveRun {
  */
 export interface AccountState {
   readonly exists: boolean;
+  readonly name: string;
   readonly workspaceId: string | null;
   readonly platform: PlatformKind | null;
   readonly sandboxSeed: number | null;
@@ -27,9 +28,10 @@ export interface AccountState {
 }
 
 export const accountFolder = {
-  stateVersion: 1,
+  stateVersion: 2,
   initialState: (): AccountState => ({
     exists: false,
+    name: '',
     workspaceId: null,
     platform: null,
     sandboxSeed: null,
@@ -42,6 +44,7 @@ export const accountFolder = {
         return {
           ...state,
           exists: true,
+          name: event.data.name,
           workspaceId: event.workspace_id,
           platform: event.data.platform,
           sandboxSeed: event.data.sandbox_seed,

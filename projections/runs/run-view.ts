@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
+import { approvalsUrl, type ActionRepresentation } from '../../src/policy/proposal-service.ts';
 import { TERMINAL_RUN_STATUSES, type RunStatus, type RunsTable } from './runs-tables.ts';
 
 export type RunRow = Selectable<RunsTable>;
@@ -22,7 +23,7 @@ export interface RunRepresentation {
   readonly result: {
     readonly text: string;
     readonly truncated: boolean;
-    readonly actions: readonly unknown[];
+    readonly actions: readonly ActionRepresentation[];
     readonly tool_calls: readonly { name: string; input: Record<string, unknown>; ok: boolean }[];
     readonly usage: { input_tokens: number; output_tokens: number; steps: number };
   };
@@ -42,7 +43,21 @@ export async function findRun(db: Kysely<Database>, workspaceId: string, runId: 
   return db.selectFrom('runs').selectAll().where('id', '=', runId).where('workspace_id', '=', workspaceId).executeTakeFirst();
 }
 
-export function toRunRepresentation(row: RunRow, publicBaseUrl: string, actions: readonly unknown[] = []): RunRepresentation {
+/** The run's actions in the order they were proposed, as the specification's Action objects. */
+export async function findRunActions(db: Kysely<Database>, runId: string, publicBaseUrl: string): Promise<ActionRepresentation[]> {
+  const rows = await db.selectFrom('run_actions').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
+  return rows.map((row) => ({
+    id: row.id,
+    kind: row.kind,
+    summary: row.summary,
+    risk_tier: row.risk_tier as ActionRepresentation['risk_tier'],
+    disposition: row.disposition as ActionRepresentation['disposition'],
+    policy_reasons: row.policy_reasons,
+    approvals_url: approvalsUrl(publicBaseUrl, row.account_id),
+  }));
+}
+
+export function toRunRepresentation(row: RunRow, publicBaseUrl: string, actions: readonly ActionRepresentation[] = []): RunRepresentation {
   return {
     id: row.id,
     object: 'run',

@@ -2,6 +2,8 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import { sql } from 'kysely';
+import { RUN_LIMITS } from '../../src/agent/run-limits.ts';
 import type { Projection } from '../runtime/projection.ts';
 
 export const RUNS_PROJECTION = 'runs';
@@ -9,8 +11,8 @@ export const RUNS_PROJECTION = 'runs';
 /** The runs GET /api/v1/runs/{runId} serves: status, timings, result and error of each run. */
 export const runsProjection: Projection = {
   name: RUNS_PROJECTION,
-  version: 1,
-  tables: ['runs'],
+  version: 2,
+  tables: ['run_actions', 'runs'],
 
   async createTables(db: Kysely<any>) {
     await db.schema
@@ -38,6 +40,19 @@ export const runsProjection: Projection = {
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('runs_account').on('runs').columns(['account_id', 'created_at']).execute();
+    await db.schema
+      .createTable('run_actions')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('run_id', 'text', (c) => c.notNull())
+      .addColumn('account_id', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('summary', 'text', (c) => c.notNull())
+      .addColumn('risk_tier', 'text', (c) => c.notNull())
+      .addColumn('disposition', 'text', (c) => c.notNull())
+      .addColumn('policy_reasons', 'jsonb', (c) => c.notNull())
+      .addColumn('seq', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('run_actions_run').on('run_actions').columns(['run_id', 'seq']).execute();
   },
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
@@ -122,6 +137,38 @@ export const runsProjection: Projection = {
             })
             .where('id', '=', event.data.run_id)
             .execute();
+          break;
+        case 'ToolCalled': {
+          // result.tool_calls keeps name, input and ok; outputs stay in the event log only.
+          const entry = JSON.stringify([{ name: event.data.name, input: event.data.input, ok: event.data.ok }]);
+          await trx
+            .updateTable('runs')
+            .set({
+              tool_call_count: sql`tool_call_count + 1`,
+              tool_calls: sql`case when jsonb_array_length(tool_calls) < ${RUN_LIMITS.maxRecordedToolCalls} then tool_calls || ${entry}::jsonb else tool_calls end`,
+              last_seq: seq,
+            })
+            .where('id', '=', event.data.run_id)
+            .execute();
+          break;
+        }
+        case 'ActionProposed':
+          if (event.data.run_id === null) break;
+          await trx
+            .insertInto('run_actions')
+            .values({
+              id: event.data.action_id,
+              run_id: event.data.run_id,
+              account_id: event.account_id!,
+              kind: event.data.kind,
+              summary: event.data.summary,
+              risk_tier: event.data.risk_tier,
+              disposition: event.data.disposition,
+              policy_reasons: JSON.stringify(event.data.policy_reasons),
+              seq,
+            })
+            .execute();
+          await trx.updateTable('runs').set({ last_seq: seq }).where('id', '=', event.data.run_id).execute();
           break;
         default:
           break;

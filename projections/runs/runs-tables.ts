@@ -34,3 +34,15 @@ export interface RunsTable {
   tool_call_count: number;
   last_seq: number;
 }
+
+export interface RunActionsTable {
+  id: string;
+  run_id: string;
+  account_id: string;
+  kind: string;
+  summary: string;
+  risk_tier: string;
+  disposition: string;
+  policy_reasons: JSONColumnType<string[], string, string>;
+  seq: number;
+}

@@ -1,6 +1,6 @@
 import type { ColumnType, JSONColumnType } from 'kysely';
 import type { AccountsTable, ApiKeysTable, WorkspacesTable } from '../../projections/identity/identity-tables.ts';
-import type { RunsTable } from '../../projections/runs/runs-tables.ts';
+import type { RunActionsTable, RunsTable } from '../../projections/runs/runs-tables.ts';
 
 export interface ProjectionCheckpointsTable {
   projection: string;
@@ -29,4 +29,5 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   runs: RunsTable;
+  run_actions: RunActionsTable;
 }

@@ -1,5 +1,5 @@
 /** Retries an assertion until it passes or the timeout ends; rethrows the last failure. */
-export async function eventually(assertion: () => Promise<void> | void, timeoutMs = 10_000, intervalMs = 25): Promise<void> {
+export async function eventually(assertion: () => unknown, timeoutMs = 10_000, intervalMs = 25): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {

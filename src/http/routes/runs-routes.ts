@@ -5,7 +5,7 @@ import { AccountNotFoundError } from '../../../commands/errors.ts';
 import { lastSeqOf } from '../../../commands/write-model.ts';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
-import { findRun, isTerminal, runUrl, toRunRepresentation, type RunRow } from '../../../projections/runs/run-view.ts';
+import { findRun, findRunActions, isTerminal, runUrl, toRunRepresentation, type RunRow } from '../../../projections/runs/run-view.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import type { Principal } from '../../auth/scopes.ts';
 import { requestFingerprint, validateIdempotencyKey } from '../idempotency/idempotency-store.ts';
@@ -124,7 +124,8 @@ export function runsRouter(api: ApiContext): Router {
       return;
     }
     const row = await locateRun(principal, runId);
-    const representation = toRunRepresentation(row, api.config.publicBaseUrl);
+    const actions = await findRunActions(api.db, row.id, api.config.publicBaseUrl);
+    const representation = toRunRepresentation(row, api.config.publicBaseUrl, actions);
     if (isTerminal(row.status)) {
       const body = JSON.stringify(representation);
       const etag = `"${row.id}-${row.last_seq}"`;
@@ -152,7 +153,7 @@ export function runsRouter(api: ApiContext): Router {
       if (seq !== null) await api.barrier.reach(RUNS_PROJECTION, seq);
     }
     const canceled = (await findRun(api.db, principal.workspaceId, row.id)) ?? row;
-    ctx.body = toRunRepresentation(canceled, api.config.publicBaseUrl);
+    ctx.body = toRunRepresentation(canceled, api.config.publicBaseUrl, await findRunActions(api.db, row.id, api.config.publicBaseUrl));
   });
 
   return router;

@@ -1,0 +1,158 @@
+import type { RunErrorCode, RunUsage, ToolCalledData } from '../events/catalogue/index.ts';
+import { isProblemError } from '../errors/problem-error.ts';
+import type { ActionDraft } from '../policy/action-draft.ts';
+import type { ActionRepresentation } from '../policy/proposal-service.ts';
+import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
+import { ModelError, type ConversationEntry, type FunctionResult, type ModelClient } from './model/model-port.ts';
+import { RUN_LIMITS } from './run-limits.ts';
+import { systemPrompt } from './system-prompt.ts';
+import { ToolInputError } from './tools/agent-tool.ts';
+import { ALL_TOOL_NAMES, type ToolRegistry } from './tools/tool-registry.ts';
+
+export interface AgentRunRequest {
+  readonly runId: string;
+  readonly brief: string;
+  readonly account: PlatformAccountRef;
+  readonly tools: ToolRegistry;
+  readonly canPropose: boolean;
+  readonly wallClockMs: number;
+  readonly modelBudgetMs: number;
+}
+
+export interface AgentRunDependencies {
+  readonly model: ModelClient;
+  readonly platform: AdsPlatform;
+  /** Appends ToolCalled; the transcript is durable before the model sees the result. */
+  recordToolCall(call: ToolCalledData): Promise<void>;
+  propose(draft: ActionDraft, summary: string, reason: string): Promise<ActionRepresentation>;
+  readonly now: () => Date;
+}
+
+export type AgentOutcome =
+  | { readonly kind: 'succeeded'; readonly text: string; readonly truncated: boolean; readonly usage: RunUsage }
+  | {
+      readonly kind: 'failed';
+      readonly code: RunErrorCode;
+      readonly message: string;
+      readonly text: string;
+      readonly truncated: boolean;
+      readonly usage: RunUsage;
+    };
+
+class RunTimedOut extends Error {}
+
+/**
+ * One run of the agent: model turn, tool calls, model turn, ... until the model answers
+ * in text. Enforces the run's limits whatever the model does: at most 10 tool calls
+ * (then no tools are offered), the wall clock and the model-time budget, and the text cap.
+ */
+export async function runAgent(request: AgentRunRequest, deps: AgentRunDependencies): Promise<AgentOutcome> {
+  const wallClock = AbortSignal.timeout(request.wallClockMs);
+  const usage = { input_tokens: 0, output_tokens: 0, steps: 0 };
+  const conversation: ConversationEntry[] = [{ role: 'user', text: request.brief }];
+  const system = systemPrompt({ canPropose: request.canPropose, today: deps.now() });
+  let toolCalls = 0;
+  let modelTimeMs = 0;
+  let lastText = '';
+
+  const finish = (text: string) => {
+    const truncated = text.length > RUN_LIMITS.maxTextLength;
+    return { text: truncated ? text.slice(0, RUN_LIMITS.maxTextLength) : text, truncated, usage: { ...usage } };
+  };
+
+  try {
+    for (;;) {
+      if (wallClock.aborted) throw new RunTimedOut(`the run exceeded its wall clock of ${request.wallClockMs} ms`);
+      const remainingBudget = request.modelBudgetMs - modelTimeMs;
+      if (remainingBudget <= 0) throw new RunTimedOut(`the model-time budget of ${request.modelBudgetMs} ms is used up`);
+      if (usage.steps >= RUN_LIMITS.maxSteps) return { kind: 'succeeded', ...finish(lastText) };
+
+      const offered = toolCalls < RUN_LIMITS.maxToolCalls ? request.tools.declarations() : [];
+      const budget = AbortSignal.timeout(remainingBudget);
+      const started = performance.now();
+      let turn;
+      try {
+        turn = await deps.model.generate({ system, conversation, tools: offered, signal: AbortSignal.any([wallClock, budget]) });
+      } catch (error) {
+        if (wallClock.aborted) throw new RunTimedOut(`the run exceeded its wall clock of ${request.wallClockMs} ms`);
+        if (budget.aborted) throw new RunTimedOut(`the model-time budget of ${request.modelBudgetMs} ms is used up`);
+        throw error;
+      } finally {
+        modelTimeMs += performance.now() - started;
+      }
+      usage.steps++;
+      usage.input_tokens += turn.usage.input_tokens;
+      usage.output_tokens += turn.usage.output_tokens;
+      conversation.push({ role: 'model', parts: turn.parts });
+
+      const text = turn.parts.flatMap((p) => (p.kind === 'text' ? [p.text] : [])).join('');
+      if (text) lastText = text;
+      const calls = turn.parts.flatMap((p) => (p.kind === 'function_call' ? [p.call] : []));
+      if (calls.length === 0 || offered.length === 0) return { kind: 'succeeded', ...finish(lastText) };
+
+      const results: FunctionResult[] = [];
+      for (const call of calls) {
+        if (toolCalls >= RUN_LIMITS.maxToolCalls) {
+          results.push({ name: call.name, response: { error: `tool call limit of ${RUN_LIMITS.maxToolCalls} reached; answer now` } });
+          continue;
+        }
+        toolCalls++;
+        const started = performance.now();
+        const { ok, output } = await executeTool(request, deps, call.name, call.args, wallClock);
+        await deps.recordToolCall({
+          run_id: request.runId,
+          index: toolCalls,
+          name: call.name.slice(0, 100),
+          input: call.args,
+          ok,
+          output: capOutput(output),
+          duration_ms: Math.round(performance.now() - started),
+        });
+        results.push({ name: call.name, response: output });
+      }
+      conversation.push({ role: 'tool', results });
+    }
+  } catch (error) {
+    const partial = finish(lastText);
+    if (error instanceof RunTimedOut) return { kind: 'failed', code: 'timed_out', message: error.message, ...partial };
+    if (error instanceof ModelError) {
+      return { kind: 'failed', code: 'agent_error', message: `model error${error.status ? ` ${error.status}` : ''}: ${error.message}`, ...partial };
+    }
+    throw error;
+  }
+}
+
+async function executeTool(
+  request: AgentRunRequest,
+  deps: AgentRunDependencies,
+  name: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<{ ok: boolean; output: Record<string, unknown> }> {
+  const tool = request.tools.get(name);
+  if (!tool) {
+    const error = ALL_TOOL_NAMES.has(name) ? `tool ${name} is not available to this run` : `unknown tool ${name}`;
+    return { ok: false, output: { error } };
+  }
+  const invalid = request.tools.validate(name, args);
+  if (invalid) return { ok: false, output: { error: `invalid input: ${invalid}` } };
+  try {
+    const output = await tool.run(args, {
+      platform: deps.platform,
+      account: request.account,
+      today: deps.now(),
+      signal,
+      propose: deps.propose,
+    });
+    return { ok: true, output };
+  } catch (error) {
+    if (error instanceof ToolInputError || isProblemError(error)) return { ok: false, output: { error: error.message } };
+    return { ok: false, output: { error: `the tool failed: ${error instanceof Error ? error.message : String(error)}` } };
+  }
+}
+
+function capOutput(output: Record<string, unknown>): Record<string, unknown> {
+  const json = JSON.stringify(output);
+  if (json.length <= RUN_LIMITS.maxToolOutputChars) return output;
+  return { truncated_output: json.slice(0, RUN_LIMITS.maxToolOutputChars), original_chars: json.length };
+}

@@ -1,0 +1,170 @@
+import type { Campaign, CampaignPerformance, Keyword, SearchTerm } from '../../../platform/ads-platform.ts';
+import type { FunctionCall } from '../model-port.ts';
+
+/**
+ * Standard paid-search heuristics over the account's own numbers. Each returns the
+ * findings (for the answer) and the proposals (function calls) they justify.
+ */
+export interface Finding {
+  readonly calls: FunctionCall[];
+  readonly lines: string[];
+}
+
+const STOP_WORDS = new Set(['the', 'and', 'for', 'with', 'near', 'best', 'buy', 'online', 'shop', 'store', 'cheap', 'sale', 'me', 'in', 'to', 'of', 'a']);
+const round = (n: number) => Math.round(n * 100) / 100;
+
+export interface WastedTerm extends SearchTerm {}
+
+/** Search terms with real spend and no conversion over the period. */
+export function wastedSearchTerms(terms: readonly SearchTerm[]): WastedTerm[] {
+  return terms.filter((t) => t.conversions === 0 && t.clicks >= 2 && t.cost >= 5).sort((a, b) => b.cost - a.cost);
+}
+
+/**
+ * Negative keywords for wasted terms: a word that recurs in wasted terms but never in a
+ * converting one becomes a phrase negative; a costly one-off term becomes an exact one.
+ * At most 10 per campaign, the 3 campaigns with the most waste.
+ */
+export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n: number) => string): Finding {
+  const wasted = wastedSearchTerms(terms);
+  const converting = terms.filter((t) => t.conversions > 0);
+  const convertingWords = new Set(converting.flatMap((t) => words(t.search_term)));
+  const lines: string[] = [];
+  const calls: FunctionCall[] = [];
+  const wastedCost = round(wasted.reduce((s, t) => s + t.cost, 0));
+  if (wasted.length === 0) return { calls, lines: ['No search term spent money without converting in the period.'] };
+  lines.push(
+    `${wasted.length} search terms spent ${money(wastedCost)} with no conversion (${wasted.reduce((s, t) => s + t.clicks, 0)} clicks). The most expensive:`,
+    ...wasted.slice(0, 8).map((t) => `  - "${t.search_term}": ${money(t.cost)}, ${t.clicks} clicks, 0 conversions`),
+  );
+
+  const byCampaign = new Map<string, WastedTerm[]>();
+  for (const term of wasted) byCampaign.set(term.campaign_id, [...(byCampaign.get(term.campaign_id) ?? []), term]);
+  const campaigns = [...byCampaign.entries()]
+    .map(([id, list]) => ({ id, list, cost: list.reduce((s, t) => s + t.cost, 0) }))
+    .sort((a, b) => b.cost - a.cost)
+    .slice(0, 3);
+  for (const { id, list } of campaigns) {
+    const wordCost = new Map<string, { cost: number; terms: number }>();
+    for (const term of list) {
+      for (const word of new Set(words(term.search_term))) {
+        if (convertingWords.has(word)) continue;
+        const entry = wordCost.get(word) ?? { cost: 0, terms: 0 };
+        wordCost.set(word, { cost: entry.cost + term.cost, terms: entry.terms + 1 });
+      }
+    }
+    const chosen: { text: string; match_type: 'phrase' | 'exact' }[] = [];
+    const covered = new Set<string>();
+    for (const [word, entry] of [...wordCost.entries()].sort((a, b) => b[1].cost - a[1].cost)) {
+      if (chosen.length >= 10) break;
+      if (entry.terms < 2 && entry.cost < 20) continue;
+      chosen.push({ text: word, match_type: 'phrase' });
+      for (const term of list) if (words(term.search_term).includes(word)) covered.add(term.search_term);
+    }
+    for (const term of list) {
+      if (chosen.length >= 10) break;
+      if (!covered.has(term.search_term) && term.cost >= 20) chosen.push({ text: term.search_term.toLowerCase(), match_type: 'exact' });
+    }
+    if (chosen.length === 0) continue;
+    calls.push({
+      name: 'add_negative_keywords',
+      args: {
+        campaign_id: id,
+        keywords: chosen,
+        reason: `Search terms containing these words spent ${money(round(list.reduce((s, t) => s + t.cost, 0)))} in 30 days without a conversion.`,
+      },
+    });
+  }
+  return { calls, lines };
+}
+
+function words(text: string): string[] {
+  return text
+    .toLowerCase()
+    .split(/[^a-z0-9äöüß]+/)
+    .filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
+}
+
+/** Keywords that spent well beyond the account's cost per conversion and converted nothing. */
+export function poorKeywordProposals(keywords: readonly Keyword[], accountCpa: number | null, money: (n: number) => string): Finding {
+  const threshold = accountCpa !== null ? Math.max(10, accountCpa * 1.5) : 30;
+  const poor = keywords
+    .filter((k) => k.status === 'enabled' && k.conversions === 0 && k.cost >= threshold)
+    .sort((a, b) => b.cost - a.cost);
+  if (poor.length === 0) return { calls: [], lines: [`No enabled keyword spent over ${money(threshold)} without converting.`] };
+  const chosen = poor.slice(0, 5);
+  return {
+    calls: [
+      {
+        name: 'pause_keywords',
+        args: {
+          keyword_ids: chosen.map((k) => k.id),
+          reason: `Each spent more than ${money(threshold)} (1.5x the account's cost per conversion) in 30 days without a conversion.`,
+        },
+      },
+    ],
+    lines: [
+      `${poor.length} enabled keywords spent more than ${money(threshold)} each without a conversion:`,
+      ...chosen.map((k) => `  - "${k.text}" (${k.match_type}): ${money(k.cost)}, ${k.clicks} clicks, 0 conversions`),
+    ],
+  };
+}
+
+/** Budget-limited campaigns that convert at or below the account's CPA get +15%; very costly ones -15%. */
+export function budgetProposals(
+  campaigns: readonly Campaign[],
+  performance: readonly CampaignPerformance[],
+  accountCpa: number | null,
+  days: number,
+  money: (n: number) => string,
+): Finding {
+  const lines: string[] = [];
+  const calls: FunctionCall[] = [];
+  for (const campaign of campaigns.filter((c) => c.status === 'enabled')) {
+    const perf = performance.find((p) => p.campaign_id === campaign.id);
+    if (!perf) continue;
+    const utilisation = perf.cost / (campaign.daily_budget * days);
+    const efficient = perf.cpa !== null && accountCpa !== null && perf.cpa <= accountCpa;
+    if (utilisation >= 0.9 && efficient) {
+      const next = round(campaign.daily_budget * 1.15);
+      lines.push(`"${campaign.name}" used ${(utilisation * 100).toFixed(0)}% of its budget at a CPA of ${money(perf.cpa!)} (account: ${money(accountCpa!)}): raise ${money(campaign.daily_budget)} to ${money(next)}.`);
+      calls.push({ name: 'set_campaign_budget', args: { campaign_id: campaign.id, daily_budget: next, reason: 'Budget-limited and converting at or below the account CPA.' } });
+    } else if (accountCpa !== null && (perf.cpa === null ? perf.cost > accountCpa * 3 : perf.cpa > accountCpa * 2)) {
+      const next = round(campaign.daily_budget * 0.85);
+      lines.push(`"${campaign.name}" spent ${money(perf.cost)} at ${perf.cpa === null ? 'no conversions' : `a CPA of ${money(perf.cpa)}`}: lower ${money(campaign.daily_budget)} to ${money(next)}.`);
+      calls.push({ name: 'set_campaign_budget', args: { campaign_id: campaign.id, daily_budget: next, reason: 'Cost per conversion far above the account average.' } });
+    }
+  }
+  if (lines.length === 0) lines.push('No campaign is clearly limited by budget or clearly over-spending.');
+  return { calls: calls.slice(0, 3), lines };
+}
+
+/** Moves targets 8% toward what the campaign actually achieves, inside the safe tier. */
+export function targetProposals(campaigns: readonly Campaign[], performance: readonly CampaignPerformance[], money: (n: number) => string): Finding {
+  const lines: string[] = [];
+  const calls: FunctionCall[] = [];
+  for (const campaign of campaigns.filter((c) => c.status === 'enabled')) {
+    const perf = performance.find((p) => p.campaign_id === campaign.id);
+    const strategy = campaign.bidding_strategy;
+    if (!perf) continue;
+    if (strategy.target_cpa !== null && perf.cpa !== null) {
+      const ratio = perf.cpa / strategy.target_cpa;
+      if (ratio < 0.8 || ratio > 1.25) {
+        const next = round(strategy.target_cpa * (ratio < 1 ? 0.92 : 1.08));
+        lines.push(`"${campaign.name}": actual CPA ${money(perf.cpa)} vs target ${money(strategy.target_cpa)}; move the target to ${money(next)}.`);
+        calls.push({ name: 'set_target_cpa', args: { campaign_id: campaign.id, target_cpa: next, reason: `Actual CPA is ${(ratio * 100).toFixed(0)}% of the target.` } });
+      }
+    }
+    if (strategy.target_roas_pct !== null && perf.roas !== null) {
+      const actualPct = perf.roas * 100;
+      const ratio = actualPct / strategy.target_roas_pct;
+      if (ratio < 0.8 || ratio > 1.25) {
+        const next = Math.round(strategy.target_roas_pct * (ratio < 1 ? 0.92 : 1.08));
+        lines.push(`"${campaign.name}": actual ROAS ${actualPct.toFixed(0)}% vs target ${strategy.target_roas_pct}%; move the target to ${next}%.`);
+        calls.push({ name: 'set_target_roas', args: { campaign_id: campaign.id, target_roas_pct: next, reason: `Actual ROAS is ${(ratio * 100).toFixed(0)}% of the target.` } });
+      }
+    }
+  }
+  if (lines.length === 0) lines.push('Every target is within 20-25% of what its campaign achieves; no change needed.');
+  return { calls: calls.slice(0, 3), lines };
+}

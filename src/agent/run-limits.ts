@@ -1,0 +1,13 @@
+/** The specification's limits on a run. Wall clock and model budget are configurable (RUN_TIMEOUT_MS, RUN_MODEL_BUDGET_MS). */
+export const RUN_LIMITS = {
+  /** Tool calls per run; after that the model is offered no tools and must answer. */
+  maxToolCalls: 10,
+  /** Entries kept in result.tool_calls. */
+  maxRecordedToolCalls: 50,
+  /** Characters of result.text; longer answers are cut and `truncated` set. */
+  maxTextLength: 32_000,
+  /** Model turns per run, a backstop against a model that never stops asking for tools. */
+  maxSteps: 25,
+  /** Largest tool output kept in a ToolCalled event (JSON characters). */
+  maxToolOutputChars: 200_000,
+} as const;

@@ -1,0 +1,44 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { KeyScope } from '../../events/catalogue/index.ts';
+import type { ToolDeclaration } from '../model/model-port.ts';
+import type { AgentTool } from './agent-tool.ts';
+import { PROPOSE_TOOLS } from './propose-tools.ts';
+import { READ_TOOLS } from './read-tools.ts';
+
+/**
+ * The tools of one run. Which tools exist depends on the run's key scope only — never on
+ * what the model asks for: a read-scoped run's registry has no propose tool at all.
+ */
+export class ToolRegistry {
+  private readonly tools: ReadonlyMap<string, AgentTool<any>>;
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  private constructor(tools: readonly AgentTool<any>[]) {
+    this.tools = new Map(tools.map((t) => [t.name, t]));
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    for (const tool of tools) this.validators.set(tool.name, ajv.compile(tool.parameters));
+  }
+
+  static forScope(scope: KeyScope): ToolRegistry {
+    return new ToolRegistry(scope === 'read' ? READ_TOOLS : [...READ_TOOLS, ...PROPOSE_TOOLS]);
+  }
+
+  get(name: string): AgentTool<any> | undefined {
+    return this.tools.get(name);
+  }
+
+  declarations(): ToolDeclaration[] {
+    return [...this.tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  }
+
+  /** Null when valid, else a message for the model. */
+  validate(name: string, input: unknown): string | null {
+    const validate = this.validators.get(name);
+    if (!validate) return `unknown tool ${name}`;
+    if (validate(input)) return null;
+    return (validate.errors ?? []).map((e) => `${e.instancePath || 'input'} ${e.message ?? 'is invalid'}`).join('; ');
+  }
+}
+
+/** Every tool name a model might know of, for telling "not offered to this run" from "does not exist". */
+export const ALL_TOOL_NAMES: ReadonlySet<string> = new Set([...READ_TOOLS, ...PROPOSE_TOOLS].map((t) => t.name));

@@ -1,0 +1,117 @@
+import type { PlatformKind } from '../events/catalogue/index.ts';
+
+/**
+ * The ads platform port. Two adapters: the sandbox (generated accounts kept in
+ * Postgres, the embedded default) and, later, Google Ads. Money is in account currency
+ * units (e.g. 12.5 = 12.50 EUR); rates are fractions (0.034 = 3.4 %).
+ */
+export const BIDDING_STRATEGY_TYPES = ['maximize_conversions', 'maximize_conversion_value', 'manual_cpc'] as const;
+export type BiddingStrategyType = (typeof BIDDING_STRATEGY_TYPES)[number];
+
+export const MATCH_TYPES = ['exact', 'phrase', 'broad'] as const;
+export type MatchType = (typeof MATCH_TYPES)[number];
+
+export interface BiddingStrategy {
+  readonly type: BiddingStrategyType;
+  /** Set for maximize_conversions with a target CPA. */
+  readonly target_cpa: number | null;
+  /** Percent (150 = 1.5x); set for maximize_conversion_value with a target ROAS. */
+  readonly target_roas_pct: number | null;
+  /** A shared (portfolio) strategy: changing its target moves every campaign on it. */
+  readonly portfolio: { readonly id: string; readonly name: string; readonly campaign_ids: readonly string[] } | null;
+}
+
+export interface Campaign {
+  readonly id: string;
+  readonly name: string;
+  readonly status: 'enabled' | 'paused' | 'removed';
+  readonly daily_budget: number;
+  readonly bidding_strategy: BiddingStrategy;
+}
+
+export interface Metrics {
+  readonly impressions: number;
+  readonly clicks: number;
+  readonly cost: number;
+  readonly conversions: number;
+  readonly conversion_value: number;
+}
+
+export interface AccountSummary {
+  readonly account_id: string;
+  readonly name: string;
+  readonly currency: string;
+  readonly time_zone: string;
+  readonly campaigns: number;
+  readonly enabled_campaigns: number;
+  /** Totals over the last 30 days. */
+  readonly last_30_days: Metrics;
+}
+
+export interface DateRange {
+  /** Inclusive ISO dates (YYYY-MM-DD). */
+  readonly from: string;
+  readonly to: string;
+}
+
+export interface CampaignPerformance extends Metrics {
+  readonly campaign_id: string;
+  readonly campaign_name: string;
+  readonly ctr: number;
+  readonly cpc: number | null;
+  readonly cpa: number | null;
+  readonly roas: number | null;
+}
+
+export interface Keyword extends Metrics {
+  readonly id: string;
+  readonly campaign_id: string;
+  readonly ad_group_id: string;
+  readonly ad_group_name: string;
+  readonly text: string;
+  readonly match_type: MatchType;
+  readonly status: 'enabled' | 'paused';
+  readonly max_cpc: number | null;
+}
+
+export interface SearchTerm extends Metrics {
+  readonly search_term: string;
+  readonly campaign_id: string;
+  readonly ad_group_id: string;
+  /** Keyword that matched the search term. */
+  readonly keyword_id: string;
+}
+
+export interface NegativeKeyword {
+  readonly campaign_id: string;
+  readonly text: string;
+  readonly match_type: MatchType;
+}
+
+export interface PlatformAccountRef {
+  readonly accountId: string;
+  readonly name: string;
+  readonly platform: PlatformKind;
+  readonly sandboxSeed: number | null;
+}
+
+/** Changes the apply worker makes. Each is idempotent: applying it twice leaves the same state. */
+export type PlatformChange =
+  | { readonly kind: 'add_negative_keywords'; readonly campaign_id: string; readonly keywords: readonly { text: string; match_type: MatchType }[] }
+  | { readonly kind: 'pause_keywords'; readonly keyword_ids: readonly string[] }
+  | { readonly kind: 'set_campaign_budget'; readonly campaign_id: string; readonly daily_budget: number }
+  | { readonly kind: 'set_target_cpa'; readonly campaign_id: string; readonly target_cpa: number }
+  | { readonly kind: 'set_target_roas'; readonly campaign_id: string; readonly target_roas_pct: number };
+
+export interface AdsPlatform {
+  accountSummary(account: PlatformAccountRef): Promise<AccountSummary>;
+  listCampaigns(account: PlatformAccountRef): Promise<Campaign[]>;
+  /** Null when the campaign does not exist in the account. */
+  getCampaign(account: PlatformAccountRef, campaignId: string): Promise<Campaign | null>;
+  campaignPerformance(account: PlatformAccountRef, range: DateRange, campaignId?: string): Promise<CampaignPerformance[]>;
+  listKeywords(account: PlatformAccountRef, range: DateRange, campaignId?: string): Promise<Keyword[]>;
+  /** Sorted by cost, descending; at most `limit` rows. */
+  searchTerms(account: PlatformAccountRef, range: DateRange, options?: { campaignId?: string; limit?: number }): Promise<SearchTerm[]>;
+  listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]>;
+  applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
+}

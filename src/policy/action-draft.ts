@@ -1,0 +1,51 @@
+import type { MatchType } from '../platform/ads-platform.ts';
+
+/**
+ * A proposed change before the policy classified it: the change itself (`params`) and the
+ * platform state it was based on (`based_on`), which the policy reads now and the apply
+ * worker re-checks at apply time.
+ */
+export type ActionDraft =
+  | {
+      readonly kind: 'add_negative_keywords';
+      readonly params: { readonly campaign_id: string; readonly keywords: readonly { text: string; match_type: MatchType }[] };
+      readonly based_on: {
+        readonly campaign_status: string;
+        readonly matched_cost_30d: number;
+        readonly matched_conversions_30d: number;
+        readonly account_cost_30d: number;
+      };
+    }
+  | {
+      readonly kind: 'pause_keywords';
+      readonly params: { readonly keyword_ids: readonly string[] };
+      readonly based_on: {
+        readonly keywords: readonly { id: string; text: string; status: string; cost_30d: number; conversions_30d: number }[];
+        readonly account_cost_30d: number;
+      };
+    }
+  | {
+      readonly kind: 'set_campaign_budget';
+      readonly params: { readonly campaign_id: string; readonly daily_budget: number };
+      readonly based_on: { readonly campaign_status: string; readonly daily_budget: number };
+    }
+  | {
+      readonly kind: 'set_target_cpa';
+      readonly params: { readonly campaign_id: string; readonly target_cpa: number };
+      readonly based_on: TargetBasis & { readonly target_cpa: number | null };
+    }
+  | {
+      readonly kind: 'set_target_roas';
+      readonly params: { readonly campaign_id: string; readonly target_roas_pct: number };
+      readonly based_on: TargetBasis & { readonly target_roas_pct: number | null };
+    };
+
+export interface TargetBasis {
+  readonly campaign_status: string;
+  readonly strategy_type: string;
+  readonly portfolio_id: string | null;
+  /** Campaigns a change would move: 1, or every campaign on the portfolio strategy. */
+  readonly campaigns_affected: number;
+}
+
+export type ActionDraftOf<K extends ActionDraft['kind']> = Extract<ActionDraft, { kind: K }>;

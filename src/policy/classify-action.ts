@@ -1,0 +1,112 @@
+import type { RiskTier } from '../events/catalogue/index.ts';
+import type { ActionDraft } from './action-draft.ts';
+
+export interface Classification {
+  readonly risk_tier: RiskTier;
+  readonly policy_reasons: readonly string[];
+}
+
+/**
+ * The limits of the safe tier. A change is safe only when it is small, reversible, touches
+ * a small share of the account's spend, and cannot move other campaigns. docs/policy.md
+ * documents every rule; tests pin each one.
+ */
+export const POLICY_LIMITS = {
+  negativeKeywordsSafeMax: 10,
+  negativeKeywordsMax: 50,
+  pauseKeywordsSafeMax: 5,
+  pauseKeywordsMax: 50,
+  /** Largest share of the account's 30-day spend a safe change may touch. */
+  spendShareSafeMax: 0.1,
+  budgetChangeSafeMax: 0.2,
+  budgetChangeMax: 1.0,
+  targetChangeSafeMax: 0.1,
+  targetChangeMax: 0.5,
+} as const;
+
+const pct = (fraction: number) => `${(fraction * 100).toFixed(1)}%`;
+
+/** Classifies a draft into safe, review or blocked, with the reasons for it. Pure. */
+export function classifyAction(draft: ActionDraft): Classification {
+  const reasons: string[] = [];
+  const blocked = (reason: string): Classification => ({ risk_tier: 'blocked', policy_reasons: [reason] });
+  const L = POLICY_LIMITS;
+
+  switch (draft.kind) {
+    case 'add_negative_keywords': {
+      const { keywords } = draft.params;
+      const basis = draft.based_on;
+      if (basis.campaign_status === 'removed') return blocked('campaign is removed');
+      if (keywords.length > L.negativeKeywordsMax) return blocked(`more than ${L.negativeKeywordsMax} negative keywords in one action`);
+      const share = basis.account_cost_30d > 0 ? basis.matched_cost_30d / basis.account_cost_30d : 0;
+      let safe = true;
+      if (keywords.length > L.negativeKeywordsSafeMax) {
+        safe = false;
+        reasons.push(`${keywords.length} negative keywords exceed the safe maximum of ${L.negativeKeywordsSafeMax}`);
+      }
+      if (basis.matched_conversions_30d > 0) {
+        safe = false;
+        reasons.push(`matching search terms had ${basis.matched_conversions_30d} conversions in 30 days`);
+      }
+      if (share > L.spendShareSafeMax) {
+        safe = false;
+        reasons.push(`touches ${pct(share)} of the account's 30-day spend (safe maximum ${pct(L.spendShareSafeMax)})`);
+      }
+      if (safe) reasons.push(`${keywords.length} negative keyword(s) on search terms without conversions, ${pct(share)} of spend; reversible`);
+      return { risk_tier: safe ? 'safe' : 'review', policy_reasons: reasons };
+    }
+    case 'pause_keywords': {
+      const { keywords, account_cost_30d } = draft.based_on;
+      if (draft.params.keyword_ids.length > L.pauseKeywordsMax) return blocked(`more than ${L.pauseKeywordsMax} keywords in one action`);
+      const cost = keywords.reduce((sum, k) => sum + k.cost_30d, 0);
+      const conversions = keywords.reduce((sum, k) => sum + k.conversions_30d, 0);
+      const share = account_cost_30d > 0 ? cost / account_cost_30d : 0;
+      let safe = true;
+      if (keywords.length > L.pauseKeywordsSafeMax) {
+        safe = false;
+        reasons.push(`${keywords.length} keywords exceed the safe maximum of ${L.pauseKeywordsSafeMax}`);
+      }
+      if (conversions > 0) {
+        safe = false;
+        reasons.push(`the keywords had ${conversions} conversions in 30 days`);
+      }
+      if (share > L.spendShareSafeMax) {
+        safe = false;
+        reasons.push(`touches ${pct(share)} of the account's 30-day spend (safe maximum ${pct(L.spendShareSafeMax)})`);
+      }
+      if (safe) reasons.push(`pauses ${keywords.length} keyword(s) without conversions, ${pct(share)} of spend; reversible`);
+      return { risk_tier: safe ? 'safe' : 'review', policy_reasons: reasons };
+    }
+    case 'set_campaign_budget': {
+      const { daily_budget: current, campaign_status } = draft.based_on;
+      const next = draft.params.daily_budget;
+      if (campaign_status === 'removed') return blocked('campaign is removed');
+      if (!(next > 0)) return blocked('a daily budget must be positive');
+      const change = current > 0 ? (next - current) / current : Infinity;
+      if (Math.abs(change) > L.budgetChangeMax) return blocked(`changes the budget by ${pct(change)} (maximum ±${pct(L.budgetChangeMax)})`);
+      if (Math.abs(change) <= L.budgetChangeSafeMax) {
+        return { risk_tier: 'safe', policy_reasons: [`budget change of ${pct(change)} is within ±${pct(L.budgetChangeSafeMax)}`] };
+      }
+      return { risk_tier: 'review', policy_reasons: [`budget change of ${pct(change)} exceeds the safe ±${pct(L.budgetChangeSafeMax)}`] };
+    }
+    case 'set_target_cpa':
+    case 'set_target_roas': {
+      const basis = draft.based_on;
+      const current = draft.kind === 'set_target_cpa' ? draft.based_on.target_cpa : draft.based_on.target_roas_pct;
+      const next = draft.kind === 'set_target_cpa' ? draft.params.target_cpa : draft.params.target_roas_pct;
+      const label = draft.kind === 'set_target_cpa' ? 'target CPA' : 'target ROAS';
+      if (basis.campaign_status === 'removed') return blocked('campaign is removed');
+      if (current === null) return blocked(`the campaign's strategy has no ${label} to change`);
+      if (!(next > 0)) return blocked(`a ${label} must be positive`);
+      const change = (next - current) / current;
+      if (Math.abs(change) > L.targetChangeMax) return blocked(`changes the ${label} by ${pct(change)} (maximum ±${pct(L.targetChangeMax)})`);
+      let safe = Math.abs(change) <= L.targetChangeSafeMax;
+      reasons.push(`${label} change of ${pct(change)} ${safe ? 'is within' : 'exceeds'} the safe ±${pct(L.targetChangeSafeMax)}`);
+      if (basis.portfolio_id !== null) {
+        safe = false;
+        reasons.push(`the campaign uses portfolio strategy ${basis.portfolio_id}: the change moves ${basis.campaigns_affected} campaigns`);
+      }
+      return { risk_tier: safe ? 'safe' : 'review', policy_reasons: reasons };
+    }
+  }
+}

@@ -1,0 +1,191 @@
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
+import { hostname } from 'node:os';
+import { v4 as uuidv4 } from 'uuid';
+import { RunNotClaimableError, type RunOutcome } from '../../commands/account/run-lifecycle.ts';
+import type { DomainEvent } from '../events/catalogue/index.ts';
+import type { Actor } from '../events/envelope.ts';
+import { parseEvent } from '../event-store/event-store.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
+
+export const AGENT_WORKER_CONSUMER = 'agent_workers';
+/** A run's message is redelivered when its worker stopped heartbeating for this long. */
+const ACK_WAIT_MS = 30_000;
+const HEARTBEAT_MS = 10_000;
+
+export interface AgentWorkerOptions {
+  readonly infrastructure: Infrastructure;
+  readonly executor: Omit<RunExecutorDependencies, 'writeModel'>;
+  readonly concurrency: number;
+  readonly logger: Logger;
+  readonly workerId?: string;
+  /** How long stop() lets in-flight runs finish before failing them. */
+  readonly shutdownGraceMs: number;
+}
+
+/**
+ * The agent-worker role. A durable pull consumer on the account subjects hands out
+ * RunQueued events; any number of worker processes share it. A worker claims a run by
+ * appending RunStarted (it loses cleanly to a concurrent cancel), heartbeats the message
+ * while the agent works, and ends the run with RunSucceeded or RunFailed before acking.
+ * A redelivered run that is already `running` means its worker stopped heartbeating
+ * (died, or lost NATS for longer than the ack wait): the run is failed with `internal`,
+ * keeping what it proposed. So two workers never work one run.
+ */
+export class AgentWorker {
+  readonly workerId: string;
+  private readonly actor: Actor;
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private readonly inFlight = new Map<string, AbortController>();
+
+  constructor(private readonly options: AgentWorkerOptions) {
+    this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
+    this.actor = { kind: 'worker', id: this.workerId };
+  }
+
+  async start(): Promise<void> {
+    const consumer = await this.ensureConsumer();
+    this.running = true;
+    this.loops = Array.from({ length: this.options.concurrency }, () => this.loop(consumer));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    const grace = new Promise<void>((resolve) => setTimeout(resolve, this.options.shutdownGraceMs).unref());
+    await Promise.race([Promise.all(this.loops), grace]);
+    for (const controller of this.inFlight.values()) controller.abort();
+    await Promise.all(this.loops);
+  }
+
+  private async ensureConsumer(): Promise<Consumer> {
+    const { jsm, js, config, subjects } = this.options.infrastructure;
+    const settings = {
+      durable_name: AGENT_WORKER_CONSUMER,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: subjects.filter('*', '*', 'account'),
+      ack_wait: ACK_WAIT_MS * 1_000_000,
+      max_ack_pending: 10_000,
+    };
+    try {
+      await jsm.consumers.info(config.eventStream, AGENT_WORKER_CONSUMER);
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
+      await jsm.consumers.add(config.eventStream, settings).catch(async (addError: unknown) => {
+        // Another worker created it first.
+        if (!(addError instanceof JetStreamApiError)) throw addError;
+      });
+    }
+    return js.consumers.get(config.eventStream, AGENT_WORKER_CONSUMER);
+  }
+
+  private async loop(consumer: Consumer): Promise<void> {
+    while (this.running) {
+      let message: JsMsg | null = null;
+      try {
+        message = await consumer.next({ expires: 1000 });
+      } catch (error) {
+        this.options.logger.warn({ err: String(error) }, 'agent worker could not fetch; retrying');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      }
+      if (!message) continue;
+      try {
+        await this.handle(message);
+      } catch (error) {
+        // Leave the message unacked: it comes back after the ack wait and is handled again.
+        this.options.logger.error({ err: error instanceof Error ? error.message : String(error), seq: message.seq }, 'agent worker failed to handle a message');
+        message.nak(1000);
+      }
+    }
+  }
+
+  private async handle(message: JsMsg): Promise<void> {
+    const event = parseEvent(message.data, message.seq) as DomainEvent;
+    if (event.type !== 'RunQueued') {
+      message.ack();
+      return;
+    }
+    const { writeModel } = this.options.infrastructure;
+    const workspaceId = event.workspace_id;
+    const accountId = event.account_id!;
+    const runId = event.data.run_id;
+    const account = await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId));
+    const active = account.state.activeRun;
+    if (!active || active.runId !== runId) {
+      message.ack();
+      return;
+    }
+    const meta = { actor: this.actor, correlationId: runId };
+    if (active.status === 'running') {
+      if (this.inFlight.has(runId)) {
+        message.working();
+        return;
+      }
+      await writeModel.finishRun({
+        workspaceId,
+        accountId,
+        runId,
+        workerId: active.workerId,
+        outcome: {
+          kind: 'failed',
+          code: 'internal',
+          message: `worker ${active.workerId ?? 'unknown'} stopped while running this run; actions it proposed stay queued`,
+          text: '',
+          truncated: false,
+          usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
+          durationMs: active.startedAt ? Date.now() - Date.parse(active.startedAt) : null,
+        },
+        meta,
+      });
+      this.options.logger.warn({ run_id: runId, dead_worker: active.workerId }, 'failed a run whose worker stopped');
+      message.ack();
+      return;
+    }
+    try {
+      await writeModel.claimRun({ workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta });
+    } catch (error) {
+      if (error instanceof RunNotClaimableError) {
+        message.ack();
+        return;
+      }
+      throw error;
+    }
+    const controller = new AbortController();
+    this.inFlight.set(runId, controller);
+    const heartbeat = setInterval(() => message.working(), HEARTBEAT_MS);
+    this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
+    try {
+      const outcome = await this.runWithShutdown(controller, () =>
+        executeRun({ ...this.options.executor, writeModel }, { workspaceId, accountId, account: account.state, active }, this.actor),
+      );
+      await writeModel.finishRun({ workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
+      this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: outcome.kind === 'failed' ? outcome.code : undefined, duration_ms: outcome.durationMs }, 'run finished');
+      message.ack();
+    } finally {
+      clearInterval(heartbeat);
+      this.inFlight.delete(runId);
+    }
+  }
+
+  /** A shutdown past its grace period ends the run as failed rather than leaving it running. */
+  private async runWithShutdown(controller: AbortController, work: () => Promise<RunOutcome>): Promise<RunOutcome> {
+    const started = Date.now();
+    const aborted = new Promise<RunOutcome>((resolve) =>
+      controller.signal.addEventListener('abort', () =>
+        resolve({
+          kind: 'failed',
+          code: 'internal',
+          message: 'the worker shut down before the run finished; actions it proposed stay queued',
+          text: '',
+          truncated: false,
+          usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
+          durationMs: Date.now() - started,
+        }),
+      ),
+    );
+    return Promise.race([work(), aborted]);
+  }
+}

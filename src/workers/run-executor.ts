@@ -1,0 +1,94 @@
+import type { WriteModel } from '../../commands/write-model.ts';
+import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
+import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
+import { runAgent } from '../agent/agent-loop.ts';
+import type { ModelClient } from '../agent/model/model-port.ts';
+import { ToolRegistry } from '../agent/tools/tool-registry.ts';
+import type { RunErrorCode } from '../events/catalogue/index.ts';
+import type { Actor } from '../events/envelope.ts';
+import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
+import type { ProposalService } from '../policy/proposal-service.ts';
+
+export interface RunExecutorDependencies {
+  readonly writeModel: WriteModel;
+  readonly platform: AdsPlatform;
+  readonly proposals: ProposalService;
+  readonly model: ModelClient;
+  readonly wallClockMs: number;
+  readonly modelBudgetMs: number;
+  readonly now?: () => Date;
+}
+
+const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
+
+/**
+ * Executes one claimed run and returns how it ended. The pre-flight checks come before
+ * any model call: a key revoked since queueing gives key_revoked, an account without a
+ * platform account_not_connected. Anything unexpected ends as internal, never as a
+ * hanging run; actions proposed before a failure stay recorded and queued.
+ */
+export async function executeRun(
+  deps: RunExecutorDependencies,
+  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
+  actor: Actor,
+): Promise<RunOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const failed = (code: RunErrorCode, message: string): RunOutcome => ({
+    kind: 'failed',
+    code,
+    message,
+    text: '',
+    truncated: false,
+    usage: ZERO_USAGE,
+    durationMs: elapsed(),
+  });
+  const { writeModel } = deps;
+  const key = await writeModel.keys.load(writeModel.keySubject(run.workspaceId, run.active.keyId));
+  if (!key.state.exists || key.state.revoked) return failed('key_revoked', `API key ${run.active.keyId} was revoked after the run was queued`);
+  if (run.account.platform !== 'sandbox') {
+    return failed('account_not_connected', `account ${run.accountId} has no connected advertising-platform account`);
+  }
+  const account: PlatformAccountRef = {
+    accountId: run.accountId,
+    name: run.account.name,
+    platform: run.account.platform,
+    sandboxSeed: run.account.sandboxSeed,
+  };
+  const meta = { actor, correlationId: run.active.runId };
+  try {
+    const outcome = await runAgent(
+      {
+        runId: run.active.runId,
+        brief: run.active.brief,
+        account,
+        tools: ToolRegistry.forScope(run.active.scope),
+        canPropose: run.active.scope !== 'read',
+        wallClockMs: deps.wallClockMs,
+        modelBudgetMs: deps.modelBudgetMs,
+      },
+      {
+        model: deps.model,
+        platform: deps.platform,
+        now: deps.now ?? (() => new Date()),
+        recordToolCall: async (call) => {
+          await writeModel.recordToolCall({ workspaceId: run.workspaceId, accountId: run.accountId, call, meta });
+        },
+        propose: (draft, summary, reason) =>
+          deps.proposals.propose({
+            workspaceId: run.workspaceId,
+            accountId: run.accountId,
+            runId: run.active.runId,
+            draft,
+            summary,
+            reason,
+            autoApply: run.active.autoApply,
+            meta,
+          }),
+      },
+    );
+    return { ...outcome, durationMs: elapsed() };
+  } catch (error) {
+    return failed('internal', `the run failed on the service's side: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
