@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
+import { Projector } from '../../projections/runtime/projector.ts';
+import { EventStoreError } from '../../src/event-store/errors.ts';
+import type { SubjectPosition } from '../../src/event-store/event-store.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { workspaceCreated } from '../support/event-factory.ts';
+import { eventually } from '../support/eventually.ts';
+import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { ledgerProjection, ledgerRows } from '../support/ledger-projection.ts';
+import { PrivateNats } from '../support/private-nats.ts';
+
+describe('a NATS crash in the middle of a stream of appends', function () {
+  this.timeout(60_000);
+  let nats: PrivateNats;
+  let infra: Infrastructure;
+  let config: ReturnType<typeof isolatedConfig>;
+
+  before(async () => {
+    nats = await PrivateNats.start();
+    config = isolatedConfig('natsrestart', { NATS_URL: nats.url });
+    infra = await openInfrastructure(config, 'test-nats-restart');
+  });
+  after(async () => {
+    await infra?.close();
+    await nats.restart().catch(() => undefined);
+    await dropIsolated(config).catch(() => undefined);
+    await nats.dispose();
+  });
+
+  it('keeps every acknowledged event, and projects each exactly once', async () => {
+    const projector = new Projector({
+      db: infra.database.db,
+      js: infra.js,
+      jsm: infra.jsm,
+      stream: config.eventStream,
+      filterSubject: infra.subjects.all,
+      projection: ledgerProjection,
+      logger: createLogger('silent'),
+      batchSize: 20,
+    });
+    await projector.start();
+
+    const acknowledged: string[] = [];
+    const positions = new Map<string, SubjectPosition>();
+    let retries = 0;
+    const appendWithRetry = async (i: number) => {
+      const id = `agg-${i % 8}`;
+      const subject = infra.subjects.forAggregate({ workspaceId: id, accountId: null, aggregate: { type: 'workspace', id } });
+      const event = workspaceCreated(id);
+      for (;;) {
+        try {
+          const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
+          // Retrying the same event id is safe: JetStream answers a duplicate with the original sequence.
+          const [stored] = await infra.store.append(subject, [event], position);
+          positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
+          acknowledged.push(event.id);
+          return;
+        } catch (error) {
+          retries++;
+          positions.delete(subject);
+          if (!(error instanceof EventStoreError) && !(error instanceof Error)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    };
+
+    for (let i = 0; i < 300; i++) {
+      if (i === 120) {
+        await nats.kill();
+        setTimeout(() => void nats.restart(), 1500);
+      }
+      await appendWithRetry(i);
+    }
+    expect(retries, 'the outage was felt by the writer').to.be.greaterThan(0);
+
+    const stored = new Set<string>();
+    for await (const { event } of infra.store.readFiltered(infra.subjects.all, 1)) stored.add(event.id);
+    expect(acknowledged.filter((id) => !stored.has(id)), 'acknowledged but missing').to.deep.equal([]);
+
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head), 30_000);
+    await projector.stop();
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows).to.have.length(head);
+    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    expect(new Set(rows.map((r) => r.event_id))).to.include.all.keys(...acknowledged);
+  });
+});

@@ -1,0 +1,91 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { freePort } from '../support/private-nats.ts';
+
+interface Exited {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `src/main.ts` as a user would (through tsx), with the given environment. */
+function startMain(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<Exited>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+function envOf(config: ReturnType<typeof isolatedConfig>, port: number): Record<string, string> {
+  return {
+    PORT: String(port),
+    NATS_URL: config.natsUrl,
+    DATABASE_URL: config.databaseUrl,
+    DATABASE_SCHEMA: config.databaseSchema,
+    EVENT_STREAM: config.eventStream,
+    EVENT_SUBJECT_PREFIX: config.subjectPrefix,
+  };
+}
+
+describe('the service process', function () {
+  this.timeout(60_000);
+
+  it('starts, serves, and exits 0 on SIGTERM after draining', async () => {
+    const config = isolatedConfig('process');
+    const port = await freePort();
+    const main = startMain(envOf(config, port));
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!main.output().stderr.includes('listening on')) {
+        if (Date.now() > deadline) throw new Error(`did not start: ${main.output().stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(health.status).to.equal(200);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).to.equal(200);
+      main.child.kill('SIGTERM');
+      const exited = await main.exited;
+      expect(exited.code).to.equal(0);
+      expect(exited.stdout).to.include('"msg":"service stopped"');
+      // Logs are JSON lines.
+      for (const line of exited.stdout.trim().split('\n')) expect(() => JSON.parse(line)).not.to.throw();
+    } finally {
+      main.child.kill('SIGKILL');
+      await dropIsolated(config);
+    }
+  });
+
+  it('explains an unreachable NATS in one line and exits 1', async () => {
+    const config = isolatedConfig('process-nonats');
+    const exited = await startMain({ ...envOf(config, await freePort()), NATS_URL: 'nats://127.0.0.1:1' }).exited;
+    expect(exited.code).to.equal(1);
+    const lines = exited.stderr.trim().split('\n');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include('nats://127.0.0.1:1').and.include('ensure-services.sh');
+    expect(exited.stderr).not.to.match(/\n\s+at /);
+  });
+
+  it('explains an unreachable Postgres in one line and exits 1', async () => {
+    const config = isolatedConfig('process-nopg');
+    const exited = await startMain({ ...envOf(config, await freePort()), DATABASE_URL: 'postgres://postgres:secret@127.0.0.1:1/x' }).exited;
+    expect(exited.code).to.equal(1);
+    const lines = exited.stderr.trim().split('\n');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include('127.0.0.1:1').and.include('ensure-services.sh');
+    expect(lines[0], 'the password is not printed').not.to.include('secret');
+  });
+
+  it('lists every invalid variable at once and exits 2', async () => {
+    const exited = await startMain({ PORT: 'eighty', LOG_LEVEL: 'loud', NATS_URL: 'http://x' }).exited;
+    expect(exited.code).to.equal(2);
+    expect(exited.stderr).to.include('PORT must be an integer').and.include('LOG_LEVEL must be one of').and.include('NATS_URL must use');
+  });
+});
