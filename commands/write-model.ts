@@ -18,9 +18,33 @@ import {
 import { decideIssueKey, decideRevokeKey, keyFolder, type IssueKey, type KeyState, type RevokeKey } from './key/key-decider.ts';
 import { actionFolder, type ActionState } from './action/action-state.ts';
 import { decideProposeAction, type ProposeAction } from './action/propose-action.ts';
+import {
+  decideApproveAction,
+  decideFinishApply,
+  decideRejectAction,
+  decideStartApply,
+  type ApproveAction,
+  type FinishApply,
+  type RejectAction,
+  type StartApply,
+} from './action/action-lifecycle.ts';
+import {
+  decideReserveAutoApplySlot,
+  quotaAggregateId,
+  quotaFolder,
+  type QuotaState,
+  type ReserveAutoApplySlot,
+} from './quota/auto-apply-quota.ts';
 import { decideRecordToolCall, transcriptFolder, type RecordToolCall, type TranscriptState } from './run/transcript.ts';
 import { handleCommand, type CommandResult, type Decide } from './shared/command-handler.ts';
-import { decideCreateWorkspace, workspaceFolder, type CreateWorkspace, type WorkspaceState } from './workspace/workspace-decider.ts';
+import {
+  decideCreateWorkspace,
+  decideSetKillSwitch,
+  workspaceFolder,
+  type CreateWorkspace,
+  type SetKillSwitch,
+  type WorkspaceState,
+} from './workspace/workspace-decider.ts';
 
 /**
  * Every way state can change, in one place: each method loads one aggregate, decides,
@@ -33,6 +57,7 @@ export class WriteModel {
   readonly accounts: AggregateRepository<AccountState, DomainEvent>;
   readonly transcripts: AggregateRepository<TranscriptState, DomainEvent>;
   readonly actions: AggregateRepository<ActionState, DomainEvent>;
+  readonly quotas: AggregateRepository<QuotaState, DomainEvent>;
 
   constructor(
     readonly store: EventStore,
@@ -44,6 +69,7 @@ export class WriteModel {
     this.accounts = new AggregateRepository(store, snapshots, accountFolder);
     this.transcripts = new AggregateRepository(store, snapshots, transcriptFolder);
     this.actions = new AggregateRepository(store, snapshots, actionFolder);
+    this.quotas = new AggregateRepository(store, snapshots, quotaFolder);
   }
 
   workspaceSubject(workspaceId: string): string {
@@ -64,6 +90,10 @@ export class WriteModel {
 
   actionSubject(workspaceId: string, accountId: string, actionId: string): string {
     return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'action', id: actionId } });
+  }
+
+  quotaSubject(workspaceId: string, accountId: string, day: string): string {
+    return this.subjects.forAggregate({ workspaceId, accountId, aggregate: { type: 'quota', id: quotaAggregateId(accountId, day) } });
   }
 
   createWorkspace(command: CreateWorkspace): Promise<CommandResult<WorkspaceState>> {
@@ -106,6 +136,40 @@ export class WriteModel {
   proposeAction(command: ProposeAction): Promise<CommandResult<ActionState>> {
     const subject = this.actionSubject(command.workspaceId, command.accountId, command.proposal.action_id);
     return handleCommand(this.store, this.actions, subject, command, decideProposeAction, actionFolder.evolve);
+  }
+
+  setKillSwitch(command: SetKillSwitch): Promise<CommandResult<WorkspaceState>> {
+    return handleCommand(this.store, this.workspaces, this.workspaceSubject(command.workspaceId), command, decideSetKillSwitch, workspaceFolder.evolve);
+  }
+
+  reserveAutoApplySlot(command: ReserveAutoApplySlot): Promise<CommandResult<QuotaState>> {
+    const subject = this.quotaSubject(command.workspaceId, command.accountId, command.day);
+    // Many proposals race for the same day's slots: allow more attempts than usual.
+    return handleCommand(this.store, this.quotas, subject, command, decideReserveAutoApplySlot, quotaFolder.evolve, { maxAttempts: 200 });
+  }
+
+  approveAction(command: ApproveAction): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideApproveAction);
+  }
+
+  rejectAction(command: RejectAction): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideRejectAction);
+  }
+
+  startApply(command: StartApply): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideStartApply);
+  }
+
+  finishApply(command: FinishApply): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideFinishApply);
+  }
+
+  private onAction<C extends { workspaceId: string; accountId: string; actionId: string }>(
+    command: C,
+    decide: Decide<C, ActionState>,
+  ): Promise<CommandResult<ActionState>> {
+    const subject = this.actionSubject(command.workspaceId, command.accountId, command.actionId);
+    return handleCommand(this.store, this.actions, subject, command, decide, actionFolder.evolve);
   }
 
   private onAccount<C extends { workspaceId: string; accountId: string }>(

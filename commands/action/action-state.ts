@@ -1,22 +1,68 @@
 import type { ActionKind, DomainEvent, RiskTier } from '../../src/events/catalogue/index.ts';
 
-export const ACTION_STATUSES = ['proposed_queued', 'proposed_auto_applied', 'blocked'] as const;
+/**
+ * Where an action stands. queued → approved → applying → applied; auto_applied →
+ * applying → applied; any of approved/auto_applied/applying → returned (back in the
+ * queue); queued/returned → rejected. blocked actions never move.
+ */
+export const ACTION_STATUSES = ['queued', 'auto_applied', 'approved', 'applying', 'applied', 'returned', 'rejected', 'blocked'] as const;
+export type ActionStatus = (typeof ACTION_STATUSES)[number];
 
-/** Decision state of one action (subject `...action.<actionId>`). */
+/** Statuses a person can act on from the approvals view. */
+export const AWAITING_APPROVAL: readonly ActionStatus[] = ['queued', 'returned'];
+/** Statuses the apply worker acts on. */
+export const READY_TO_APPLY: readonly ActionStatus[] = ['approved', 'auto_applied', 'applying'];
+
 export interface ActionState {
   readonly exists: boolean;
   readonly kind: ActionKind | null;
   readonly riskTier: RiskTier | null;
-  readonly status: 'none' | 'queued' | 'auto_applied' | 'blocked';
+  readonly status: ActionStatus | 'none';
+  /** Whether the action reached the apply worker through auto-apply (the kill switch applies to those). */
+  readonly autoApplied: boolean;
+  readonly attempts: number;
+  readonly params: Record<string, unknown>;
+  readonly basedOn: Record<string, unknown>;
+  readonly runId: string | null;
 }
 
 export const actionFolder = {
-  stateVersion: 1,
-  initialState: (): ActionState => ({ exists: false, kind: null, riskTier: null, status: 'none' }),
+  stateVersion: 2,
+  initialState: (): ActionState => ({
+    exists: false,
+    kind: null,
+    riskTier: null,
+    status: 'none',
+    autoApplied: false,
+    attempts: 0,
+    params: {},
+    basedOn: {},
+    runId: null,
+  }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
     switch (event.type) {
       case 'ActionProposed':
-        return { exists: true, kind: event.data.kind, riskTier: event.data.risk_tier, status: event.data.disposition };
+        return {
+          ...state,
+          exists: true,
+          kind: event.data.kind,
+          riskTier: event.data.risk_tier,
+          status: event.data.disposition,
+          autoApplied: event.data.disposition === 'auto_applied',
+          params: event.data.params,
+          basedOn: event.data.based_on,
+          runId: event.data.run_id,
+        };
+      case 'ActionApproved':
+        return { ...state, status: 'approved', autoApplied: false };
+      case 'ActionRejected':
+        return { ...state, status: 'rejected' };
+      case 'ActionApplyStarted':
+        return { ...state, status: 'applying', attempts: event.data.attempt };
+      case 'ActionApplied':
+        return { ...state, status: 'applied' };
+      case 'ActionReturnedToQueue':
+        return { ...state, status: 'returned', autoApplied: false };
       default:
         return state;
     }

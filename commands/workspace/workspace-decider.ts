@@ -1,17 +1,33 @@
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
-import { AlreadyExistsError } from '../errors.ts';
+import { AlreadyExistsError, WorkspaceNotFoundError } from '../errors.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
+
+export interface KillSwitch {
+  readonly engaged: boolean;
+  readonly reason: string;
+  readonly since: string | null;
+}
 
 export interface WorkspaceState {
   readonly exists: boolean;
   readonly name: string;
+  readonly killSwitch: KillSwitch;
 }
 
 export const workspaceFolder = {
-  stateVersion: 1,
-  initialState: (): WorkspaceState => ({ exists: false, name: '' }),
+  stateVersion: 2,
+  initialState: (): WorkspaceState => ({ exists: false, name: '', killSwitch: { engaged: false, reason: '', since: null } }),
   evolve(state: WorkspaceState, event: DomainEvent): WorkspaceState {
-    return event.type === 'WorkspaceCreated' ? { exists: true, name: event.data.name } : state;
+    switch (event.type) {
+      case 'WorkspaceCreated':
+        return { ...state, exists: true, name: event.data.name };
+      case 'KillSwitchEngaged':
+        return { ...state, killSwitch: { engaged: true, reason: event.data.reason, since: event.time } };
+      case 'KillSwitchReleased':
+        return { ...state, killSwitch: { engaged: false, reason: event.data.reason, since: event.time } };
+      default:
+        return state;
+    }
   },
 };
 
@@ -31,4 +47,21 @@ export function decideCreateWorkspace(command: CreateWorkspace, state: Workspace
       command.meta,
     ),
   ];
+}
+
+export interface SetKillSwitch {
+  readonly workspaceId: string;
+  readonly engaged: boolean;
+  readonly reason: string;
+  readonly meta: CommandMeta;
+}
+
+/** Engaging an engaged switch (or releasing a released one) appends nothing. */
+export function decideSetKillSwitch(command: SetKillSwitch, state: WorkspaceState) {
+  if (!state.exists) throw new WorkspaceNotFoundError(command.workspaceId);
+  if (state.killSwitch.engaged === command.engaged) return [];
+  const address = { workspaceId: command.workspaceId, accountId: null, aggregate: { type: 'workspace' as const, id: command.workspaceId } };
+  return command.engaged
+    ? [newEvent('KillSwitchEngaged', { reason: command.reason }, address, command.meta)]
+    : [newEvent('KillSwitchReleased', { reason: command.reason }, address, command.meta)];
 }

@@ -11,7 +11,7 @@ export interface Actor {
   readonly id: string;
 }
 
-export const AGGREGATE_TYPES = ['workspace', 'key', 'account', 'run', 'action'] as const;
+export const AGGREGATE_TYPES = ['workspace', 'key', 'account', 'run', 'action', 'quota'] as const;
 export type AggregateType = (typeof AGGREGATE_TYPES)[number];
 
 export interface AggregateRef {

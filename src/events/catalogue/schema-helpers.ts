@@ -22,7 +22,7 @@ export function object(properties: Record<string, SchemaObject>, optional: reado
 export interface EventDefinition {
   readonly type: string;
   readonly version: number;
-  readonly aggregate: 'workspace' | 'key' | 'account' | 'run' | 'action';
+  readonly aggregate: 'workspace' | 'key' | 'account' | 'run' | 'action' | 'quota';
   readonly description: string;
   readonly data: SchemaObject;
 }

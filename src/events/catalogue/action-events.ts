@@ -1,0 +1,124 @@
+import type { EventEnvelope } from '../envelope.ts';
+import { bool, id, int, object, str, type EventDefinition } from './schema-helpers.ts';
+
+export interface KillSwitchEngagedData {
+  readonly reason: string;
+}
+export interface KillSwitchReleasedData {
+  readonly reason: string;
+}
+export interface AutoApplySlotReservedData {
+  readonly action_id: string;
+  /** UTC day the slot counts against, YYYY-MM-DD. */
+  readonly day: string;
+  /** 1-based: this reservation is the n-th of the day; never above the cap. */
+  readonly slot: number;
+}
+export interface ActionApprovedData {
+  readonly note: string;
+}
+export interface ActionRejectedData {
+  readonly reason: string;
+}
+export interface ActionApplyStartedData {
+  readonly worker_id: string;
+  readonly attempt: number;
+}
+export interface ActionAppliedData {
+  readonly worker_id: string;
+  readonly attempt: number;
+}
+export interface ActionApplyFailedData {
+  readonly worker_id: string;
+  readonly attempt: number;
+  readonly error: string;
+  readonly will_retry: boolean;
+}
+export interface ActionReturnedToQueueData {
+  readonly reason: string;
+}
+
+export type KillSwitchEngaged = EventEnvelope<'KillSwitchEngaged', KillSwitchEngagedData>;
+export type KillSwitchReleased = EventEnvelope<'KillSwitchReleased', KillSwitchReleasedData>;
+export type AutoApplySlotReserved = EventEnvelope<'AutoApplySlotReserved', AutoApplySlotReservedData>;
+export type ActionApproved = EventEnvelope<'ActionApproved', ActionApprovedData>;
+export type ActionRejected = EventEnvelope<'ActionRejected', ActionRejectedData>;
+export type ActionApplyStarted = EventEnvelope<'ActionApplyStarted', ActionApplyStartedData>;
+export type ActionApplied = EventEnvelope<'ActionApplied', ActionAppliedData>;
+export type ActionApplyFailed = EventEnvelope<'ActionApplyFailed', ActionApplyFailedData>;
+export type ActionReturnedToQueue = EventEnvelope<'ActionReturnedToQueue', ActionReturnedToQueueData>;
+
+export type SafetyEvent = KillSwitchEngaged | KillSwitchReleased | AutoApplySlotReserved;
+export type ActionLifecycleEvent =
+  | ActionApproved
+  | ActionRejected
+  | ActionApplyStarted
+  | ActionApplied
+  | ActionApplyFailed
+  | ActionReturnedToQueue;
+
+export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
+  {
+    type: 'KillSwitchEngaged',
+    version: 1,
+    aggregate: 'workspace',
+    description: "An admin engaged the workspace's kill switch: nothing is auto-applied, and auto-applied actions not yet live go back to the queue.",
+    data: object({ reason: str({ maxLength: 2000 }) }),
+  },
+  {
+    type: 'KillSwitchReleased',
+    version: 1,
+    aggregate: 'workspace',
+    description: "An admin released the workspace's kill switch.",
+    data: object({ reason: str({ maxLength: 2000 }) }),
+  },
+  {
+    type: 'AutoApplySlotReserved',
+    version: 1,
+    aggregate: 'quota',
+    description: "One of the account's 20 auto-apply slots of a UTC day was taken by an action. The quota subject of a day makes the cap exact under concurrency.",
+    data: object({ action_id: id(), day: str({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }), slot: int(1) }),
+  },
+  {
+    type: 'ActionApproved',
+    version: 1,
+    aggregate: 'action',
+    description: 'A person approved a queued action; the apply worker takes it from here.',
+    data: object({ note: str({ maxLength: 2000 }) }),
+  },
+  {
+    type: 'ActionRejected',
+    version: 1,
+    aggregate: 'action',
+    description: 'A person rejected a queued action; it will never be applied.',
+    data: object({ reason: str({ maxLength: 2000 }) }),
+  },
+  {
+    type: 'ActionApplyStarted',
+    version: 1,
+    aggregate: 'action',
+    description: 'An apply worker passed the re-check and is applying the change on the platform.',
+    data: object({ worker_id: str({ minLength: 1 }), attempt: int(1) }),
+  },
+  {
+    type: 'ActionApplied',
+    version: 1,
+    aggregate: 'action',
+    description: 'The change is live on the advertising platform.',
+    data: object({ worker_id: str({ minLength: 1 }), attempt: int(1) }),
+  },
+  {
+    type: 'ActionApplyFailed',
+    version: 1,
+    aggregate: 'action',
+    description: 'A platform call failed; will_retry says whether the apply worker tries again.',
+    data: object({ worker_id: str({ minLength: 1 }), attempt: int(1), error: str(), will_retry: bool() }),
+  },
+  {
+    type: 'ActionReturnedToQueue',
+    version: 1,
+    aggregate: 'action',
+    description: 'The apply worker did not apply the action (a re-check failed, or the platform kept failing); it waits for approval again.',
+    data: object({ reason: str() }),
+  },
+];

@@ -1,0 +1,67 @@
+import type { ActionState } from '../../commands/action/action-state.ts';
+import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../platform/ads-platform.ts';
+
+export type Recheck = { readonly ok: true; readonly change: PlatformChange } | { readonly ok: false; readonly reason: string };
+
+const same = (a: unknown, b: unknown) => typeof a === 'number' && typeof b === 'number' ? Math.abs(a - b) < 0.005 : a === b;
+
+/**
+ * The apply worker's re-check: is the platform still as it was when the action was
+ * proposed? A value already equal to the proposal's counts as unchanged (a retry after a
+ * crash between the platform call and ActionApplied).
+ */
+export async function recheckAction(platform: AdsPlatform, account: PlatformAccountRef, action: ActionState): Promise<Recheck> {
+  const params = action.params as Record<string, any>;
+  const basis = action.basedOn as Record<string, any>;
+  const campaignChecked = async (campaignId: string) => {
+    const campaign = await platform.getCampaign(account, campaignId);
+    if (!campaign || campaign.status === 'removed') return { campaign: null, reason: `campaign ${campaignId} no longer exists` };
+    if (campaign.status !== 'enabled') return { campaign: null, reason: `campaign ${campaignId} is ${campaign.status}, not active` };
+    return { campaign, reason: '' };
+  };
+
+  switch (action.kind) {
+    case 'add_negative_keywords': {
+      const { campaign, reason } = await campaignChecked(params.campaign_id);
+      if (!campaign) return { ok: false, reason };
+      return { ok: true, change: { kind: 'add_negative_keywords', campaign_id: params.campaign_id, keywords: params.keywords } };
+    }
+    case 'pause_keywords': {
+      const keywords = await platform.listKeywords(account, { from: '2000-01-01', to: '2000-01-01' });
+      for (const id of params.keyword_ids as string[]) {
+        if (!keywords.some((k) => k.id === id)) return { ok: false, reason: `keyword ${id} no longer exists` };
+      }
+      return { ok: true, change: { kind: 'pause_keywords', keyword_ids: params.keyword_ids } };
+    }
+    case 'set_campaign_budget': {
+      const { campaign, reason } = await campaignChecked(params.campaign_id);
+      if (!campaign) return { ok: false, reason };
+      if (!same(campaign.daily_budget, basis.daily_budget) && !same(campaign.daily_budget, params.daily_budget)) {
+        return { ok: false, reason: `the daily budget changed since the proposal (was ${basis.daily_budget}, now ${campaign.daily_budget})` };
+      }
+      return { ok: true, change: { kind: 'set_campaign_budget', campaign_id: campaign.id, daily_budget: params.daily_budget } };
+    }
+    case 'set_target_cpa':
+    case 'set_target_roas': {
+      const { campaign, reason } = await campaignChecked(params.campaign_id);
+      if (!campaign) return { ok: false, reason };
+      const strategy = campaign.bidding_strategy;
+      if (strategy.type !== basis.strategy_type) {
+        return { ok: false, reason: `the bidding strategy changed since the proposal (was ${basis.strategy_type}, now ${strategy.type})` };
+      }
+      if ((strategy.portfolio?.id ?? null) !== basis.portfolio_id) return { ok: false, reason: 'the campaign moved to or from a portfolio strategy since the proposal' };
+      const [current, before, wanted] =
+        action.kind === 'set_target_cpa'
+          ? [strategy.target_cpa, basis.target_cpa, params.target_cpa]
+          : [strategy.target_roas_pct, basis.target_roas_pct, params.target_roas_pct];
+      if (!same(current, before) && !same(current, wanted)) {
+        return { ok: false, reason: `the target changed since the proposal (was ${before}, now ${current})` };
+      }
+      return action.kind === 'set_target_cpa'
+        ? { ok: true, change: { kind: 'set_target_cpa', campaign_id: campaign.id, target_cpa: wanted } }
+        : { ok: true, change: { kind: 'set_target_roas', campaign_id: campaign.id, target_roas_pct: wanted } };
+    }
+    default:
+      return { ok: false, reason: `unknown action kind ${String(action.kind)}` };
+  }
+}
