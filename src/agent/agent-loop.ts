@@ -68,7 +68,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
       if (usage.steps >= RUN_LIMITS.maxSteps) return { kind: 'succeeded', ...finish(lastText) };
 
       const offered = toolCalls < RUN_LIMITS.maxToolCalls ? request.tools.declarations() : [];
-      const budget = AbortSignal.timeout(remainingBudget);
+      const budget = AbortSignal.timeout(Math.max(1, Math.floor(remainingBudget)));
       const started = performance.now();
       let turn;
       try {

@@ -7,7 +7,7 @@ import { PostgresUnreachableError } from '../db/database.ts';
 import { isProblemError } from '../errors/problem-error.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
-import { createAccount, createWorkspace, issueKey, revokeKey } from '../operator/operator-commands.ts';
+import { createAccount, createWorkspace, issueKey, revokeKey, setKillSwitch } from '../operator/operator-commands.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { printResult, UsageError, warn } from './output.ts';
@@ -18,6 +18,7 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   account create --workspace WS --name NAME [--platform sandbox|none]
   key create --workspace WS --scope read|write|admin [--name NAME]
   key revoke KEY_ID
+  killswitch on|off --workspace WS [--reason TEXT]
   demo
   projections rebuild [NAME ...]      (default: every projection)
 
@@ -66,6 +67,11 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       const result = await revokeKey(infra, keyId);
       notVisibleWarning(result.visible);
       return printResult(json, { ...result.value, revoked: true }, `revoked ${keyId}`);
+    }
+    case 'killswitch on':
+    case 'killswitch off': {
+      const result = await setKillSwitch(infra, required(options, 'workspace'), verb === 'on', String(options.reason ?? ''));
+      return printResult(json, result.value, `kill switch ${result.value.engaged ? 'engaged' : 'released'} for ${result.value.workspace_id}`);
     }
     case 'demo': {
       const demo = await createDemo(infra, config);
@@ -116,6 +122,7 @@ async function main(): Promise<number> {
         workspace: { type: 'string' },
         platform: { type: 'string' },
         scope: { type: 'string' },
+        reason: { type: 'string' },
       },
     });
   } catch (error) {

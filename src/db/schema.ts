@@ -1,6 +1,16 @@
 import type { ColumnType, JSONColumnType } from 'kysely';
 import type { AccountsTable, ApiKeysTable, WorkspacesTable } from '../../projections/identity/identity-tables.ts';
+import type { ApprovalsTable } from '../../projections/approvals/approvals-tables.ts';
 import type { RunActionsTable, RunsTable } from '../../projections/runs/runs-tables.ts';
+import type {
+  SandboxAccountsTable,
+  SandboxAdGroupsTable,
+  SandboxCampaignsTable,
+  SandboxKeywordsTable,
+  SandboxNegativeKeywordsTable,
+  SandboxPortfoliosTable,
+  SandboxSearchTermDailyTable,
+} from '../platform/sandbox/sandbox-tables.ts';
 
 export interface ProjectionCheckpointsTable {
   projection: string;
@@ -30,4 +40,12 @@ export interface Database {
   api_keys: ApiKeysTable;
   runs: RunsTable;
   run_actions: RunActionsTable;
+  approvals: ApprovalsTable;
+  sandbox_accounts: SandboxAccountsTable;
+  sandbox_portfolios: SandboxPortfoliosTable;
+  sandbox_campaigns: SandboxCampaignsTable;
+  sandbox_ad_groups: SandboxAdGroupsTable;
+  sandbox_keywords: SandboxKeywordsTable;
+  sandbox_search_term_daily: SandboxSearchTermDailyTable;
+  sandbox_negative_keywords: SandboxNegativeKeywordsTable;
 }

@@ -157,6 +157,11 @@ export class EventStore {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: Math.max(1, fromSeq),
     });
+    // A filter with nothing at or after fromSeq would make consume() wait forever.
+    if ((await consumer.info(true)).num_pending === 0) {
+      await consumer.delete().catch(() => undefined);
+      return;
+    }
     const messages = await consumer.consume({ max_messages: 512 });
     try {
       for await (const message of messages) {

@@ -2,7 +2,8 @@ import { Ajv, type SchemaObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ValidationError } from '../errors/common-errors.ts';
 
-const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false });
+// strictRequired off: `oneOf: [{ required: ['a'] }, { required: ['b'] }]` is the plain way to say "exactly one of".
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, coerceTypes: false, useDefaults: false });
 addFormats.default(ajv);
 
 /**

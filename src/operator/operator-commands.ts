@@ -95,3 +95,14 @@ export async function revokeKey(infra: Infrastructure, keyId: string): Promise<O
   });
   return { value: { id: keyId }, visible: await visible(infra, result) };
 }
+
+/** Engages or releases a workspace's kill switch; takes effect for the next decision at once. */
+export async function setKillSwitch(
+  infra: Infrastructure,
+  workspaceId: string,
+  engaged: boolean,
+  reason: string,
+): Promise<OperatorResult<{ workspace_id: string; engaged: boolean }>> {
+  const result = await infra.writeModel.setKillSwitch({ workspaceId, engaged, reason, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  return { value: { workspace_id: workspaceId, engaged: result.state.killSwitch.engaged }, visible: true };
+}

@@ -9,6 +9,18 @@ import { IdempotencyStore } from '../http/idempotency/idempotency-store.ts';
 import { TerminalRunCache } from '../http/routes/terminal-run-cache.ts';
 import { runsRouter } from '../http/routes/runs-routes.ts';
 import { accountsRouter } from '../http/routes/accounts-routes.ts';
+import { openApiRouter } from '../http/openapi/openapi-routes.ts';
+import { approvalsRouter } from '../http/routes/approvals-routes.ts';
+import { campaignTargetRouter } from '../http/routes/campaign-target-routes.ts';
+import { campaignsRouter } from '../http/routes/campaigns-routes.ts';
+import { historyRouter } from '../http/routes/history-routes.ts';
+import { killSwitchRouter } from '../http/routes/kill-switch-routes.ts';
+import type { ApiContext } from '../http/routes/api-context.ts';
+import { createModel } from '../agent/model/create-model.ts';
+import { createPlatform } from '../platform/create-platform.ts';
+import { ProposalService } from '../policy/proposal-service.ts';
+import { AgentWorker } from '../workers/agent-worker.ts';
+import { ApplyWorker } from '../workers/apply-worker.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { ReadBarrier } from './read-barrier.ts';
 import { readinessChecks } from './readiness.ts';
@@ -17,6 +29,8 @@ export interface RunningService {
   readonly infrastructure: Infrastructure;
   readonly http: HttpServer | undefined;
   readonly projectors: readonly Projector[];
+  readonly agentWorker: AgentWorker | undefined;
+  readonly applyWorker: ApplyWorker | undefined;
   /** Stops accepting, finishes in-flight work, drains consumers and connections. */
   stop(): Promise<void>;
 }
@@ -28,7 +42,13 @@ export interface RunningService {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`);
   const { database, store, writeModel, nc, js, jsm, subjects } = infrastructure;
-  const stoppers: (() => Promise<void>)[] = [];
+  // Shutdown order: stop taking requests, let workers finish (they append the runs' last
+  // events), then stop projectors so those events are projected, then close connections.
+  const stopHttp: (() => Promise<void>)[] = [];
+  const stopWorkers: (() => Promise<void>)[] = [];
+  const stopProjectors: (() => Promise<void>)[] = [];
+  const platform = createPlatform(database.db);
+  const proposals = new ProposalService(writeModel, config.publicBaseUrl);
 
   const projectors: Projector[] = [];
   if (config.roles.includes('projectors')) {
@@ -45,7 +65,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       await projector.start();
       projectors.push(projector);
     }
-    stoppers.push(async () => {
+    stopProjectors.push(async () => {
       await Promise.all(projectors.map((p) => p.stop()));
     });
   }
@@ -55,7 +75,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const keys = new KeyDirectory(database.db);
     keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
     const idempotency = new IdempotencyStore(database.db);
-    const api = {
+    const api: ApiContext = {
+      platform,
+      proposals,
       config,
       logger,
       db: database.db,
@@ -68,17 +90,48 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const app = createHttpApp({
       config,
       logger,
-      routers: [runsRouter(api), accountsRouter(api)],
+      routers: [
+        runsRouter(api),
+        accountsRouter(api),
+        campaignsRouter(api),
+        campaignTargetRouter(api),
+        approvalsRouter(api),
+        historyRouter(api),
+        killSwitchRouter(api),
+        openApiRouter(config),
+      ],
       readiness: readinessChecks({ infrastructure, projectors }),
     });
     http = await startHttpServer(app, { host: config.host, port: config.port, logger });
     const sweep = setInterval(() => void idempotency.sweep().catch(() => undefined), 3_600_000);
     sweep.unref();
-    stoppers.unshift(async () => {
+    stopHttp.push(async () => {
       clearInterval(sweep);
       await http!.stop(config.shutdownGraceMs);
       keys.stop();
     });
+  }
+
+  let agentWorker: AgentWorker | undefined;
+  if (config.roles.includes('agent-worker')) {
+    agentWorker = new AgentWorker({
+      infrastructure,
+      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs },
+      concurrency: config.agentWorkerConcurrency,
+      logger,
+      shutdownGraceMs: config.shutdownGraceMs,
+    });
+    await agentWorker.start();
+    const worker = agentWorker;
+    stopWorkers.push(() => worker.stop());
+  }
+
+  let applyWorker: ApplyWorker | undefined;
+  if (config.roles.includes('apply-worker')) {
+    applyWorker = new ApplyWorker({ infrastructure, platform, logger });
+    await applyWorker.start();
+    const worker = applyWorker;
+    stopWorkers.push(() => worker.stop());
   }
 
   logger.info({ roles: config.roles, port: http?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');
@@ -86,8 +139,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     infrastructure,
     http,
     projectors,
+    agentWorker,
+    applyWorker,
     stop: async () => {
-      for (const stop of stoppers) await stop();
+      for (const stop of stopHttp) await stop();
+      await Promise.all(stopWorkers.map((stop) => stop()));
+      for (const stop of stopProjectors) await stop();
       await infrastructure.close();
       logger.info('service stopped');
     },

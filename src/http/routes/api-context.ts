@@ -5,6 +5,8 @@ import type { Config } from '../../config/config.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { ReadBarrier } from '../../runtime/read-barrier.ts';
+import type { AdsPlatform } from '../../platform/ads-platform.ts';
+import type { ProposalService } from '../../policy/proposal-service.ts';
 import type { IdempotencyStore } from '../idempotency/idempotency-store.ts';
 import type { TerminalRunCache } from './terminal-run-cache.ts';
 
@@ -18,6 +20,8 @@ export interface ApiContext {
   readonly keys: KeyDirectory;
   readonly idempotency: IdempotencyStore;
   readonly runCache: TerminalRunCache;
+  readonly platform: AdsPlatform;
+  readonly proposals: ProposalService;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -53,13 +53,14 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
         wordCost.set(word, { cost: entry.cost + term.cost, terms: entry.terms + 1 });
       }
     }
+    mergeWordPairs(list, wordCost);
     const chosen: { text: string; match_type: 'phrase' | 'exact' }[] = [];
     const covered = new Set<string>();
     for (const [word, entry] of [...wordCost.entries()].sort((a, b) => b[1].cost - a[1].cost)) {
       if (chosen.length >= 10) break;
       if (entry.terms < 2 && entry.cost < 20) continue;
       chosen.push({ text: word, match_type: 'phrase' });
-      for (const term of list) if (words(term.search_term).includes(word)) covered.add(term.search_term);
+      for (const term of list) if (` ${words(term.search_term).join(' ')} `.includes(` ${word} `)) covered.add(term.search_term);
     }
     for (const term of list) {
       if (chosen.length >= 10) break;
@@ -76,6 +77,32 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
     });
   }
   return { calls, lines };
+}
+
+/**
+ * Two words that only ever occur side by side in the wasted terms ("open source", "second
+ * hand") become one phrase negative instead of two single words, which would also block
+ * unrelated queries containing just one of them.
+ */
+function mergeWordPairs(terms: readonly SearchTerm[], wordCost: Map<string, { cost: number; terms: number }>): void {
+  const pairCost = new Map<string, { cost: number; terms: number }>();
+  for (const term of terms) {
+    const list = words(term.search_term);
+    for (let i = 0; i + 1 < list.length; i++) {
+      const pair = `${list[i]} ${list[i + 1]}`;
+      const entry = pairCost.get(pair) ?? { cost: 0, terms: 0 };
+      pairCost.set(pair, { cost: entry.cost + term.cost, terms: entry.terms + 1 });
+    }
+  }
+  for (const [pair, entry] of [...pairCost.entries()].sort((a, b) => b[1].cost - a[1].cost)) {
+    const [first, second] = pair.split(' ') as [string, string];
+    const a = wordCost.get(first);
+    const b = wordCost.get(second);
+    if (!a || !b || entry.terms !== a.terms || entry.terms !== b.terms) continue;
+    wordCost.delete(first);
+    wordCost.delete(second);
+    wordCost.set(pair, entry);
+  }
 }
 
 function words(text: string): string[] {

@@ -1,0 +1,98 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import type { DomainEvent } from '../../src/events/catalogue/index.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { Projection } from '../runtime/projection.ts';
+
+export const APPROVALS_PROJECTION = 'approvals';
+
+/** Every action of every account with its current status: the approvals view. */
+export const approvalsProjection: Projection = {
+  name: APPROVALS_PROJECTION,
+  version: 1,
+  tables: ['approvals'],
+
+  async createTables(db: Kysely<any>) {
+    await db.schema
+      .createTable('approvals')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('workspace_id', 'text', (c) => c.notNull())
+      .addColumn('account_id', 'text', (c) => c.notNull())
+      .addColumn('run_id', 'text')
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('summary', 'text', (c) => c.notNull())
+      .addColumn('reason', 'text', (c) => c.notNull())
+      .addColumn('params', 'jsonb', (c) => c.notNull())
+      .addColumn('risk_tier', 'text', (c) => c.notNull())
+      .addColumn('disposition', 'text', (c) => c.notNull())
+      .addColumn('policy_reasons', 'jsonb', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('status_reason', 'text')
+      .addColumn('apply_attempts', 'integer', (c) => c.notNull())
+      .addColumn('proposed_seq', 'bigint', (c) => c.notNull())
+      .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
+      .addColumn('last_seq', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('approvals_account').on('approvals').columns(['account_id', 'proposed_seq']).execute();
+  },
+
+  async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+    for (const { seq, event: raw } of events) {
+      const event = raw as DomainEvent;
+      const update = (status: string, statusReason: string | null, extra: Record<string, unknown> = {}) =>
+        trx
+          .updateTable('approvals')
+          .set({ status: status as never, status_reason: statusReason, updated_at: event.time, last_seq: seq, ...extra })
+          .where('id', '=', event.aggregate.id)
+          .execute();
+      switch (event.type) {
+        case 'ActionProposed':
+          await trx
+            .insertInto('approvals')
+            .values({
+              id: event.data.action_id,
+              workspace_id: event.workspace_id,
+              account_id: event.account_id!,
+              run_id: event.data.run_id,
+              kind: event.data.kind,
+              summary: event.data.summary,
+              reason: event.data.reason,
+              params: JSON.stringify(event.data.params),
+              risk_tier: event.data.risk_tier,
+              disposition: event.data.disposition,
+              policy_reasons: JSON.stringify(event.data.policy_reasons),
+              status: event.data.disposition,
+              status_reason: null,
+              apply_attempts: 0,
+              proposed_seq: seq,
+              created_at: event.time,
+              updated_at: event.time,
+              last_seq: seq,
+            })
+            .execute();
+          break;
+        case 'ActionApproved':
+          await update('approved', event.data.note || null);
+          break;
+        case 'ActionRejected':
+          await update('rejected', event.data.reason || null);
+          break;
+        case 'ActionApplyStarted':
+          await update('applying', null, { apply_attempts: event.data.attempt });
+          break;
+        case 'ActionApplied':
+          await update('applied', null);
+          break;
+        case 'ActionApplyFailed':
+          await update('applying', `attempt ${event.data.attempt} failed: ${event.data.error}`);
+          break;
+        case 'ActionReturnedToQueue':
+          await update('returned', event.data.reason);
+          break;
+        default:
+          break;
+      }
+    }
+  },
+};

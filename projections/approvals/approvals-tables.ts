@@ -1,0 +1,24 @@
+import type { ColumnType, JSONColumnType } from 'kysely';
+import type { ActionStatus } from '../../commands/action/action-state.ts';
+
+export interface ApprovalsTable {
+  id: string;
+  workspace_id: string;
+  account_id: string;
+  run_id: string | null;
+  kind: string;
+  summary: string;
+  reason: string;
+  params: JSONColumnType<Record<string, unknown>, string, string>;
+  risk_tier: string;
+  disposition: string;
+  policy_reasons: JSONColumnType<string[], string, string>;
+  status: ActionStatus;
+  /** Why it last changed status (return reason, rejection reason, platform error). */
+  status_reason: string | null;
+  apply_attempts: number;
+  proposed_seq: number;
+  created_at: ColumnType<Date, string, never>;
+  updated_at: ColumnType<Date, string, string>;
+  last_seq: number;
+}
