@@ -33,6 +33,7 @@ export interface Config {
   readonly runTimeoutMs: number;
   readonly runModelBudgetMs: number;
   readonly agentWorkerConcurrency: number;
+  readonly agentAckWaitMs: number;
 }
 
 export interface ConfigVariable {
@@ -62,6 +63,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RUN_TIMEOUT_MS', default: '600000', description: 'Wall clock of one run (10 minutes); exceeding it fails the run with timed_out.' },
   { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
   { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
+  { name: 'AGENT_ACK_WAIT_MS', default: '30000', description: 'A run whose worker stops heartbeating for this long is taken as dead and failed with internal.' },
 ];
 
 export class ConfigError extends Error {
@@ -148,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     runTimeoutMs: integer('RUN_TIMEOUT_MS', 100, 3_600_000),
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
+    agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -120,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       concurrency: config.agentWorkerConcurrency,
       logger,
       shutdownGraceMs: config.shutdownGraceMs,
+      ackWaitMs: config.agentAckWaitMs,
     });
     await agentWorker.start();
     const worker = agentWorker;

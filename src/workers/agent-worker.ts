@@ -10,9 +10,6 @@ import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
 
 export const AGENT_WORKER_CONSUMER = 'agent_workers';
-/** A run's message is redelivered when its worker stopped heartbeating for this long. */
-const ACK_WAIT_MS = 30_000;
-const HEARTBEAT_MS = 10_000;
 
 export interface AgentWorkerOptions {
   readonly infrastructure: Infrastructure;
@@ -22,6 +19,8 @@ export interface AgentWorkerOptions {
   readonly workerId?: string;
   /** How long stop() lets in-flight runs finish before failing them. */
   readonly shutdownGraceMs: number;
+  /** A run's message is redelivered when its worker stopped heartbeating for this long. */
+  readonly ackWaitMs: number;
 }
 
 /**
@@ -66,7 +65,7 @@ export class AgentWorker {
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       filter_subject: subjects.filter('*', '*', 'account'),
-      ack_wait: ACK_WAIT_MS * 1_000_000,
+      ack_wait: this.options.ackWaitMs * 1_000_000,
       max_ack_pending: 10_000,
     };
     try {
@@ -155,7 +154,7 @@ export class AgentWorker {
     }
     const controller = new AbortController();
     this.inFlight.set(runId, controller);
-    const heartbeat = setInterval(() => message.working(), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => message.working(), Math.max(250, Math.floor(this.options.ackWaitMs / 3)));
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>

@@ -8,9 +8,10 @@ const PATTERNS: readonly [Intent, RegExp][] = [
   ['budget', /\b(budgets?|limited by budget|spend (more|less)|scale|daily spend)\b/i],
   ['targets', /\b(target\s*(cpa|roas)|t(cpa|roas)|bidding|bid strateg\w*|targets?)\b/i],
   ['health', /\b(health|audit|overview|review|check.?up|how (is|are) .* doing|summar\w*)\b/i],
+  ['question', /\b(how (did|do|does|are|is|was|were)|perform\w*|results?|last \d+ days|which|what)\b/i],
 ];
 
-/** Every intent the brief mentions, in a stable order; `question` when none does. */
+/** Every intent the brief mentions, in a stable order; `question` (performance figures) when none does. */
 export function intentsOf(brief: string): Intent[] {
   const found = PATTERNS.filter(([, pattern]) => pattern.test(brief)).map(([intent]) => intent);
   // "keywords" inside "negative keywords" is the waste intent, not keyword pausing.

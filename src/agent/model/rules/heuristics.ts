@@ -60,7 +60,7 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
       if (chosen.length >= 10) break;
       if (entry.terms < 2 && entry.cost < 20) continue;
       chosen.push({ text: word, match_type: 'phrase' });
-      for (const term of list) if (` ${words(term.search_term).join(' ')} `.includes(` ${word} `)) covered.add(term.search_term);
+      for (const term of list) if (` ${tokens(term.search_term).join(' ')} `.includes(` ${word} `)) covered.add(term.search_term);
     }
     for (const term of list) {
       if (chosen.length >= 10) break;
@@ -87,8 +87,10 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
 function mergeWordPairs(terms: readonly SearchTerm[], wordCost: Map<string, { cost: number; terms: number }>): void {
   const pairCost = new Map<string, { cost: number; terms: number }>();
   for (const term of terms) {
-    const list = words(term.search_term);
+    // Adjacent in the search term itself (stop words included), so the pair is a real phrase.
+    const list = tokens(term.search_term);
     for (let i = 0; i + 1 < list.length; i++) {
+      if (!wordCost.has(list[i]!) || !wordCost.has(list[i + 1]!)) continue;
       const pair = `${list[i]} ${list[i + 1]}`;
       const entry = pairCost.get(pair) ?? { cost: 0, terms: 0 };
       pairCost.set(pair, { cost: entry.cost + term.cost, terms: entry.terms + 1 });
@@ -105,11 +107,12 @@ function mergeWordPairs(terms: readonly SearchTerm[], wordCost: Map<string, { co
   }
 }
 
+function tokens(text: string): string[] {
+  return text.toLowerCase().split(/[^a-z0-9äöüß]+/).filter(Boolean);
+}
+
 function words(text: string): string[] {
-  return text
-    .toLowerCase()
-    .split(/[^a-z0-9äöüß]+/)
-    .filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
+  return tokens(text).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
 }
 
 /** Keywords that spent well beyond the account's cost per conversion and converted nothing. */
