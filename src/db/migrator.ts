@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './migrations/001-infrastructure.ts';
+import * as m002 from './migrations/002-sandbox-platform.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
@@ -7,6 +8,7 @@ import * as m001 from './migrations/001-infrastructure.ts';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001-infrastructure': m001,
+  '002-sandbox-platform': m002,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -4,7 +4,7 @@ import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../support/fake-gemini/fa
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
-const toolNames = (request: { tools?: unknown }) =>
+const toolNames = (request: Record<string, unknown>) =>
   ((request.tools as { functionDeclarations: { name: string }[] }[] | undefined) ?? []).flatMap((t) => t.functionDeclarations.map((d) => d.name));
 
 describe('agent runs within every limit (Gemini through the real SDK, scripted)', function () {
