@@ -36,28 +36,8 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
   const shadow = `${schema}_rebuild`;
   const started = Date.now();
 
-  await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
-  await sql`create schema ${sql.id(shadow)}`.execute(db);
-  await inSchema(db, shadow, (trx) => projection.createTables(trx));
-
-  const target = await store.lastSequence();
-  let applied = 0;
-  let lastSeq = 0;
-  let batch: StoredEvent[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const events = batch;
-    batch = [];
-    await inSchema(db, shadow, (trx) => projection.apply(trx, events));
-    applied += events.length;
-    lastSeq = events[events.length - 1]!.seq;
-    options.onProgress?.(lastSeq, target);
-  };
-  for await (const stored of store.readFiltered(filterSubject, 1, target)) {
-    batch.push(stored);
-    if (batch.length >= batchSize) await flush();
-  }
-  await flush();
+  const folded = await foldIntoSchema({ db, store, schema: shadow, filterSubject, projection, batchSize, onProgress: options.onProgress });
+  let { applied, lastSeq } = folded;
 
   const finalSeq = await db.transaction().execute(async (trx) => {
     await lockCheckpoint(trx, projection.name);
@@ -81,6 +61,53 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
   });
   await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
   return { events: applied, lastSeq: finalSeq, durationMs: Date.now() - started };
+}
+
+export interface FoldOptions {
+  readonly db: Kysely<Database>;
+  readonly store: EventStore;
+  /** A schema of its own: dropped and created afresh. */
+  readonly schema: string;
+  readonly filterSubject: string;
+  readonly projection: Projection;
+  /** Fold events up to this sequence (default: the stream's head when the fold starts). */
+  readonly uptoSeq?: number;
+  readonly batchSize?: number;
+  readonly onProgress?: (seq: number, target: number) => void;
+}
+
+/**
+ * Folds the event log from sequence 1 into fresh tables of a projection in `schema`.
+ * Used by the rebuild (which then swaps them in) and by `audit verify` (which compares
+ * them with the live tables).
+ */
+export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number }> {
+  const { db, store, schema, projection, filterSubject } = options;
+  const batchSize = options.batchSize ?? 1000;
+  await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
+  await sql`create schema ${sql.id(schema)}`.execute(db);
+  await inSchema(db, schema, (trx) => projection.createTables(trx));
+  const target = options.uptoSeq ?? (await store.lastSequence());
+  let applied = 0;
+  let lastSeq = 0;
+  let batch: StoredEvent[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const events = batch;
+    batch = [];
+    await inSchema(db, schema, (trx) => projection.apply(trx, events));
+    applied += events.length;
+    lastSeq = events[events.length - 1]!.seq;
+    options.onProgress?.(lastSeq, target);
+  };
+  if (target > 0) {
+    for await (const stored of store.readFiltered(filterSubject, 1, target)) {
+      batch.push(stored);
+      if (batch.length >= batchSize) await flush();
+    }
+  }
+  await flush();
+  return { applied, lastSeq };
 }
 
 async function inSchema<T>(db: Kysely<Database>, schema: string, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {

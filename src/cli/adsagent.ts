@@ -10,6 +10,8 @@ import { NatsUnreachableError } from '../event-store/nats-connection.ts';
 import { createAccount, createWorkspace, issueKey, revokeKey, setKillSwitch } from '../operator/operator-commands.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
+import { runAuditVerify } from './audit-verify-command.ts';
+import { runEventsTail } from './events-tail-command.ts';
 import { printResult, UsageError, warn } from './output.ts';
 
 const USAGE = `usage: adsagent <command> [options] [--json]
@@ -19,12 +21,14 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   key create --workspace WS --scope read|write|admin [--name NAME]
   key revoke KEY_ID
   killswitch on|off --workspace WS [--reason TEXT]
+  audit verify [--account ID] [--from-seq N]
+  events tail [--account ID] [--type TYPE] [--from-seq N | --since TIME] [--follow]
   demo
   projections rebuild [NAME ...]      (default: every projection)
 
 Configuration comes from the same environment variables as the service (README).`;
 
-type Options = Record<string, string | boolean | undefined>;
+export type Options = Record<string, string | boolean | undefined>;
 
 function required(options: Options, name: string): string {
   const value = options[name];
@@ -41,7 +45,7 @@ function notVisibleWarning(visible: boolean): void {
   if (!visible) warn('recorded, but no projector has shown it yet: is the service running? It takes effect once projectors run.');
 }
 
-async function run(command: string[], options: Options, json: boolean, infra: Infrastructure, config: Config): Promise<void> {
+async function run(command: string[], options: Options, json: boolean, infra: Infrastructure, config: Config): Promise<number | void> {
   const [noun, verb, ...rest] = command;
   switch (`${noun} ${verb ?? ''}`.trim()) {
     case 'workspace create': {
@@ -73,6 +77,10 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       const result = await setKillSwitch(infra, required(options, 'workspace'), verb === 'on', String(options.reason ?? ''));
       return printResult(json, result.value, `kill switch ${result.value.engaged ? 'engaged' : 'released'} for ${result.value.workspace_id}`);
     }
+    case 'audit verify':
+      return runAuditVerify(infra, config, options, json);
+    case 'events tail':
+      return runEventsTail(infra, options);
     case 'demo': {
       const demo = await createDemo(infra, config);
       return printResult(json, demo as unknown as Record<string, unknown>, describeDemo(demo));
@@ -123,6 +131,11 @@ async function main(): Promise<number> {
         platform: { type: 'string' },
         scope: { type: 'string' },
         reason: { type: 'string' },
+        account: { type: 'string' },
+        type: { type: 'string' },
+        'from-seq': { type: 'string' },
+        since: { type: 'string' },
+        follow: { type: 'boolean', default: false },
       },
     });
   } catch (error) {
@@ -147,8 +160,7 @@ async function main(): Promise<number> {
   let infra: Infrastructure | undefined;
   try {
     infra = await openInfrastructure(config, 'adsagent-cli');
-    await run(parsed.positionals, parsed.values, parsed.values.json ?? false, infra, config);
-    return 0;
+    return (await run(parsed.positionals, parsed.values, parsed.values.json ?? false, infra, config)) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       warn(error.message);

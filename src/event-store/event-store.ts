@@ -150,6 +150,45 @@ export class EventStore {
    * and it survives reconnects.
    */
   async *readFiltered(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<StoredEvent> {
+    for await (const raw of this.readRaw(filter, fromSeq, uptoSeq)) {
+      let event: EventEnvelope;
+      try {
+        event = JSON.parse(raw.text) as EventEnvelope;
+      } catch (error) {
+        throw new EventStoreError(EventStoreErrorCode.Corrupt, `stream sequence ${raw.seq} is not JSON`, { cause: error });
+      }
+      yield { seq: raw.seq, subject: raw.subject, event };
+    }
+  }
+
+  /**
+   * Every event matching `filter` from `start` on, and then each new one as it is appended,
+   * until `signal` aborts. Ordered and gap-free (an ordered consumer), through reconnects.
+   */
+  async *follow(filter: string, start: FollowStart, signal: AbortSignal): AsyncGenerator<StoredEvent> {
+    const consumer = await this.js.consumers.get(this.streamName, {
+      filter_subjects: filter,
+      ...('seq' in start
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, start.seq) }
+        : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: start.time.toISOString() }),
+    });
+    const messages = await consumer.consume({ max_messages: 256 });
+    const stop = () => messages.stop();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const message of messages) {
+        if (signal.aborted) break;
+        yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      messages.stop();
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+
+  /** Like readFiltered, without parsing: `audit verify` must see exactly what is stored. */
+  async *readRaw(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<RawStoredMessage> {
     const end = uptoSeq ?? (await this.lastSequence());
     if (end < fromSeq) return;
     const consumer = await this.js.consumers.get(this.streamName, {
@@ -166,7 +205,7 @@ export class EventStore {
     try {
       for await (const message of messages) {
         if (message.seq > end) break;
-        yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+        yield { seq: message.seq, subject: message.subject, text: message.string() };
         if (message.seq === end || message.info.pending === 0) break;
       }
     } finally {
@@ -175,6 +214,16 @@ export class EventStore {
     }
   }
 }
+
+/** A stored message before parsing: what an auditor checks. */
+export interface RawStoredMessage {
+  readonly seq: number;
+  readonly subject: string;
+  readonly text: string;
+}
+
+/** Where a follow starts: a stream sequence, or a time (the first event at or after it). */
+export type FollowStart = { readonly seq: number } | { readonly time: Date };
 
 export function parseEvent(data: Uint8Array, seq: number): EventEnvelope {
   try {

@@ -1,0 +1,206 @@
+import { sql, type Kysely } from 'kysely';
+import { foldIntoSchema } from '../../projections/runtime/rebuild.ts';
+import type { Projection } from '../../projections/runtime/projection.ts';
+import type { Database } from '../db/schema.ts';
+import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
+import { computeEventHash } from '../events/event-hash.ts';
+import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
+import type { EventStore } from '../event-store/event-store.ts';
+import type { Subjects } from '../event-store/subjects.ts';
+
+export const DISCREPANCY_KINDS = [
+  'not_an_event',
+  'schema_invalid',
+  'subject_mismatch',
+  'hash_mismatch',
+  'chain_broken',
+  'read_model_mismatch',
+] as const;
+export type DiscrepancyKind = (typeof DISCREPANCY_KINDS)[number];
+
+export interface Discrepancy {
+  readonly kind: DiscrepancyKind;
+  /** Stream sequence of the offending event (for a read model: of the row's last event, or 0). */
+  readonly seq: number;
+  readonly subject: string;
+  readonly detail: string;
+}
+
+export interface VerifyReport {
+  readonly events: number;
+  readonly subjects: number;
+  readonly lastSeq: number;
+  readonly readModelsChecked: readonly string[];
+  readonly discrepancy: Discrepancy | null;
+  readonly durationMs: number;
+}
+
+export interface VerifyOptions {
+  readonly store: EventStore;
+  readonly subjects: Subjects;
+  /** Only this account's subjects. */
+  readonly accountId?: string;
+  /** Start here; chains are then checked from each subject's first event at or after it. */
+  readonly fromSeq?: number;
+  /** Compare these read models with a fresh fold (only for a whole-stream check from sequence 1). */
+  readonly readModels?: { readonly db: Kysely<Database>; readonly schema: string; readonly projections: readonly Projection[] };
+  readonly onProgress?: (phase: string, done: number, total: number) => void;
+}
+
+/**
+ * Replays the event log and checks what an auditor needs to trust it: every message is an
+ * event valid against its schema, sits on the subject its envelope names, hashes to its
+ * `hash`, and links to the previous event of its aggregate; then that every read model
+ * equals a fresh fold of the log. Stops at the first discrepancy and reports it with its
+ * stream sequence.
+ */
+export async function verifyEventLog(options: VerifyOptions): Promise<VerifyReport> {
+  const started = Date.now();
+  const { store, subjects } = options;
+  const fromSeq = Math.max(1, options.fromSeq ?? 1);
+  const filter = options.accountId ? `${subjects.prefix}.v1.*.${options.accountId}.>` : subjects.all;
+  const head = await store.lastSequence();
+  const lastHash = new Map<string, string>();
+  const validator = eventValidator();
+  let events = 0;
+  let lastSeq = 0;
+  const report = (discrepancy: Discrepancy | null, readModelsChecked: string[] = []): VerifyReport => ({
+    events,
+    subjects: lastHash.size,
+    lastSeq,
+    readModelsChecked,
+    discrepancy,
+    durationMs: Date.now() - started,
+  });
+
+  for await (const raw of store.readRaw(filter, fromSeq, head)) {
+    events++;
+    lastSeq = raw.seq;
+    if (events % 5000 === 0) options.onProgress?.('events', raw.seq, head);
+    let event: EventEnvelope;
+    try {
+      event = JSON.parse(raw.text) as EventEnvelope;
+    } catch {
+      return report({ kind: 'not_an_event', seq: raw.seq, subject: raw.subject, detail: 'the message is not JSON' });
+    }
+    try {
+      validator.assertValid(event);
+      if (typeof event.hash !== 'string' || typeof event.prev_hash !== 'string') throw new EventSchemaError(String(event.type), ['hash or prev_hash missing']);
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      return report({ kind: 'schema_invalid', seq: raw.seq, subject: raw.subject, detail });
+    }
+    let expectedSubject: string;
+    try {
+      expectedSubject = subjects.forAggregate({ workspaceId: event.workspace_id, accountId: event.account_id, aggregate: event.aggregate });
+    } catch {
+      expectedSubject = '(no valid subject)';
+    }
+    if (expectedSubject !== raw.subject) {
+      return report({ kind: 'subject_mismatch', seq: raw.seq, subject: raw.subject, detail: `the envelope belongs on ${expectedSubject}` });
+    }
+    const recomputed = computeEventHash(event, event.prev_hash);
+    if (recomputed !== event.hash) {
+      return report({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}) does not hash to its recorded hash: its content was altered` });
+    }
+    const previous = lastHash.get(raw.subject) ?? (fromSeq === 1 ? GENESIS_HASH : undefined);
+    if (previous !== undefined && event.prev_hash !== previous) {
+      return report({
+        kind: 'chain_broken',
+        seq: raw.seq,
+        subject: raw.subject,
+        detail: `event ${event.id} (${event.type}) links to ${event.prev_hash.slice(0, 12)}…, but the previous event of its aggregate hashes to ${previous.slice(0, 12)}…: an event was inserted, removed or reordered`,
+      });
+    }
+    lastHash.set(raw.subject, event.hash);
+  }
+  options.onProgress?.('events', head, head);
+
+  const checked: string[] = [];
+  if (options.readModels && !options.accountId && fromSeq === 1) {
+    for (const projection of options.readModels.projections) {
+      const mismatch = await compareReadModel(options.readModels.db, options.readModels.schema, store, subjects, projection, options.onProgress);
+      checked.push(projection.name);
+      if (mismatch) return report(mismatch, checked);
+    }
+  }
+  return report(null, checked);
+}
+
+/**
+ * Folds the log into fresh tables up to the live projection's checkpoint (read in the same
+ * snapshot as the live rows) and compares both, row by row.
+ */
+async function compareReadModel(
+  db: Kysely<Database>,
+  schema: string,
+  store: EventStore,
+  subjects: Subjects,
+  projection: Projection,
+  onProgress: VerifyOptions['onProgress'],
+): Promise<Discrepancy | null> {
+  const { checkpoint, live } = await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const row = await trx.selectFrom('projection_checkpoints').select('last_seq').where('projection', '=', projection.name).executeTakeFirst();
+      const tables: Record<string, string[]> = {};
+      for (const table of projection.tables) tables[table] = await dumpTable(trx, schema, table);
+      return { checkpoint: row?.last_seq ?? 0, live: tables };
+    });
+  const shadow = `${schema}_verify`;
+  try {
+    await foldIntoSchema({
+      db,
+      store,
+      schema: shadow,
+      filterSubject: subjects.all,
+      projection,
+      uptoSeq: checkpoint,
+      onProgress: (seq, target) => onProgress?.(`fold ${projection.name}`, seq, target),
+    });
+    for (const table of projection.tables) {
+      const fresh = await dumpTable(db, shadow, table);
+      const liveRows = live[table]!;
+      const onlyLive = liveRows.filter((r) => !fresh.includes(r));
+      const onlyFresh = fresh.filter((r) => !liveRows.includes(r));
+      if (onlyLive.length > 0 || onlyFresh.length > 0) {
+        return describeMismatch(projection.name, table, checkpoint, onlyLive, onlyFresh);
+      }
+    }
+    return null;
+  } finally {
+    await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
+  }
+}
+
+/** Names the first differing row by its key and lists the columns that differ, live vs. expected. */
+function describeMismatch(projection: string, table: string, checkpoint: number, onlyLive: string[], onlyFresh: string[]): Discrepancy {
+  const live = onlyLive.map((r) => JSON.parse(r) as Record<string, unknown>);
+  const fresh = onlyFresh.map((r) => JSON.parse(r) as Record<string, unknown>);
+  const keyOf = (row: Record<string, unknown>) => String(row.id ?? row.event_id ?? JSON.stringify(row));
+  const first = live[0] ?? fresh[0]!;
+  const counterpart = (live[0] ? fresh : live).find((row) => keyOf(row) === keyOf(first));
+  const show = (value: unknown) => JSON.stringify(value)?.slice(0, 120) ?? 'undefined';
+  let detail: string;
+  if (!counterpart) {
+    detail = live[0] ? `row ${keyOf(first)} exists in the read model but not in a fresh fold` : `row ${keyOf(first)} is missing from the read model`;
+  } else {
+    const [liveRow, freshRow] = live[0] ? [first, counterpart] : [counterpart, first];
+    const columns = Object.keys({ ...liveRow, ...freshRow }).filter((c) => JSON.stringify(liveRow[c]) !== JSON.stringify(freshRow[c]));
+    detail = `row ${keyOf(first)}: ${columns.map((c) => `${c} is ${show(liveRow[c])}, a fresh fold gives ${show(freshRow[c])}`).join('; ')}`;
+  }
+  const seq = Number(first.last_seq ?? first.seq ?? 0);
+  return {
+    kind: 'read_model_mismatch',
+    seq,
+    subject: `${projection}.${table}`,
+    detail: `${detail} (${Math.max(onlyLive.length, onlyFresh.length)} row(s) differ from a fresh fold up to sequence ${checkpoint})`,
+  };
+}
+
+/** A table's rows as canonical JSON strings, sorted, so two tables compare as multisets. */
+async function dumpTable(db: Kysely<any>, schema: string, table: string): Promise<string[]> {
+  const result = await sql<{ row: string }>`select row_to_json(t)::jsonb::text as row from ${sql.id(schema, table)} t`.execute(db);
+  return result.rows.map((r) => r.row).sort();
+}

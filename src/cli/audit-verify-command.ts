@@ -1,0 +1,39 @@
+import cliProgress from 'cli-progress';
+import { PROJECTIONS } from '../../projections/index.ts';
+import { verifyEventLog } from '../audit/verify-event-log.ts';
+import type { Config } from '../config/config.ts';
+import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { printResult, UsageError } from './output.ts';
+import type { Options } from './adsagent.ts';
+
+/** `adsagent audit verify`: exit 0 when the log and the read models check out, 1 at the first discrepancy. */
+export async function runAuditVerify(infra: Infrastructure, config: Config, options: Options, json: boolean): Promise<number> {
+  const fromSeq = options['from-seq'] === undefined ? 1 : Number(options['from-seq']);
+  if (!Number.isInteger(fromSeq) || fromSeq < 1) throw new UsageError('--from-seq must be a positive integer');
+  const bar = new cliProgress.SingleBar(
+    { format: '{phase} [{bar}] {percentage}% | {value}/{total} | {duration}s', stream: process.stderr, noTTYOutput: false },
+    cliProgress.Presets.shades_classic,
+  );
+  let phase = '';
+  bar.start(1, 0, { phase: 'events'.padEnd(14) });
+  const report = await verifyEventLog({
+    store: infra.store,
+    subjects: infra.subjects,
+    accountId: typeof options.account === 'string' ? options.account : undefined,
+    fromSeq,
+    readModels: { db: infra.database.db, schema: config.databaseSchema, projections: PROJECTIONS },
+    onProgress: (name, done, total) => {
+      if (name !== phase) {
+        phase = name;
+        bar.setTotal(Math.max(1, total));
+      }
+      bar.update(done, { phase: name.padEnd(14) });
+    },
+  });
+  bar.stop();
+  const human = report.discrepancy
+    ? `DISCREPANCY at stream sequence ${report.discrepancy.seq} (${report.discrepancy.kind}) on ${report.discrepancy.subject}: ${report.discrepancy.detail}`
+    : `ok: ${report.events} events on ${report.subjects} subjects verified up to sequence ${report.lastSeq}; read models checked: ${report.readModelsChecked.join(', ') || 'none'} (${report.durationMs} ms)`;
+  printResult(json, { ok: report.discrepancy === null, ...report }, human);
+  return report.discrepancy ? 1 : 0;
+}

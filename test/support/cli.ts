@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process';
+import type { Config } from '../../src/config/config.ts';
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The environment that points the CLI at a test service's stream and schema. */
+export function cliEnv(config: Config): Record<string, string> {
+  return {
+    NATS_URL: config.natsUrl,
+    DATABASE_URL: config.databaseUrl,
+    DATABASE_SCHEMA: config.databaseSchema,
+    EVENT_STREAM: config.eventStream,
+    EVENT_SUBJECT_PREFIX: config.subjectPrefix,
+    PUBLIC_BASE_URL: config.publicBaseUrl,
+    LOG_LEVEL: 'silent',
+  };
+}
+
+/** Runs `bin/adsagent.js` as a user would. */
+export function runCli(config: Config, args: readonly string[], timeoutMs = 60_000): Promise<CliResult> {
+  const { child, done } = spawnCli(config, args);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return done.finally(() => clearTimeout(timer));
+}
+
+export function spawnCli(config: Config, args: readonly string[]) {
+  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...cliEnv(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const done = new Promise<CliResult>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return { child, done, stdout: () => stdout };
+}
