@@ -162,15 +162,15 @@ export class EventStore {
   }
 
   /**
-   * Every event matching `filter` from `start` on, and then each new one as it is appended,
-   * until `signal` aborts. Ordered and gap-free (an ordered consumer), through reconnects.
+   * Every event matching `filter` from stream sequence `fromSeq` on, and then each new one
+   * as it is appended, until `signal` aborts. Ordered and gap-free (an ordered consumer),
+   * through reconnects. To start at a time, resolve it with {@link firstSeqAtOrAfter}.
    */
-  async *follow(filter: string, start: FollowStart, signal: AbortSignal): AsyncGenerator<StoredEvent> {
+  async *follow(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<StoredEvent> {
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: filter,
-      ...('seq' in start
-        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: Math.max(1, start.seq) }
-        : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: start.time.toISOString() }),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, fromSeq),
     });
     const messages = await consumer.consume({ max_messages: 256 });
     const stop = () => messages.stop();
@@ -185,6 +185,24 @@ export class EventStore {
       messages.stop();
       await consumer.delete().catch(() => undefined);
     }
+  }
+
+  /**
+   * The first stream sequence stored at or after `time` (head + 1 when none is). A binary
+   * search over message timestamps: nats.js's ordered consumer drops `opt_start_time`
+   * when it (re)creates itself, and 2.9 has no direct get by time.
+   */
+  async firstSeqAtOrAfter(time: Date): Promise<number> {
+    const { state } = await this.jsm.streams.info(this.streamName);
+    let low = state.first_seq;
+    let high = state.last_seq + 1;
+    while (low < high) {
+      const middle = Math.floor((low + high) / 2);
+      const message = await this.jsm.streams.getMessage(this.streamName, { seq: middle });
+      if (message && message.time.getTime() >= time.getTime()) high = middle;
+      else low = middle + 1;
+    }
+    return low;
   }
 
   /** Like readFiltered, without parsing: `audit verify` must see exactly what is stored. */
@@ -221,9 +239,6 @@ export interface RawStoredMessage {
   readonly subject: string;
   readonly text: string;
 }
-
-/** Where a follow starts: a stream sequence, or a time (the first event at or after it). */
-export type FollowStart = { readonly seq: number } | { readonly time: Date };
 
 export function parseEvent(data: Uint8Array, seq: number): EventEnvelope {
   try {

@@ -1,0 +1,61 @@
+import { expect } from 'chai';
+import { runCli, spawnCli } from '../support/cli.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRun } from '../support/runs.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+
+describe('adsagent events tail', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+
+  before(async () => {
+    svc = await startTestService('eventstail', { ROLES: 'http,projectors' });
+    tenant = await svc.tenant();
+    await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'first');
+  });
+  after(async () => svc?.stop());
+
+  const lines = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { seq: number; type: string; account_id: string | null });
+
+  it('prints every event as a JSON line, in stream order', async () => {
+    const result = await runCli(svc.config, ['events', 'tail']);
+    expect(result.code, result.stderr).to.equal(0);
+    const events = lines(result.stdout);
+    expect(events).to.have.length(await svc.service.infrastructure.store.lastSequence());
+    expect(events.map((e) => e.seq)).to.deep.equal([...events.map((e) => e.seq)].sort((a, b) => a - b));
+  });
+
+  it('filters by account and type, and starts at a sequence or a time', async () => {
+    const byAccount = lines((await runCli(svc.config, ['events', 'tail', '--account', tenant.accounts.sandbox])).stdout);
+    expect(byAccount.length).to.be.greaterThan(1);
+    expect(byAccount.every((e) => e.account_id === tenant.accounts.sandbox)).to.equal(true);
+    const queued = lines((await runCli(svc.config, ['events', 'tail', '--type', 'RunQueued'])).stdout);
+    expect(queued.map((e) => e.type)).to.deep.equal(['RunQueued']);
+    const fromSeq = lines((await runCli(svc.config, ['events', 'tail', '--from-seq', '3'])).stdout);
+    expect(fromSeq[0]!.seq).to.equal(3);
+    const future = await runCli(svc.config, ['events', 'tail', '--since', '2999-01-01T00:00:00Z']);
+    expect(future.code).to.equal(0);
+    expect(future.stdout).to.equal('');
+    const bad = await runCli(svc.config, ['events', 'tail', '--since', 'yesterday-ish']);
+    expect(bad.code).to.equal(2);
+  });
+
+  it('follows new events until interrupted', async () => {
+    const tail = spawnCli(svc.config, ['events', 'tail', '--follow', '--type', 'RunCanceled']);
+    try {
+      const runs = (await (await svc.request('GET', `/api/v1/accounts`, { key: tenant.keys.read })).json()) as unknown;
+      expect(runs).to.be.an('object');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox2, 'to cancel');
+      const canceled = await svc.request('DELETE', `/api/v1/runs/${runId}`, { key: tenant.keys.write });
+      expect(canceled.status).to.equal(200);
+      await eventually(() => expect(tail.stdout()).to.include(runId), 20_000);
+    } finally {
+      tail.child.kill('SIGINT');
+    }
+    const result = await tail.done;
+    expect(result.code).to.equal(0);
+    expect(lines(result.stdout).map((e) => e.type)).to.deep.equal(['RunCanceled']);
+  });
+});
