@@ -1,0 +1,690 @@
+import {
+  ACTION_KINDS,
+  DISPOSITIONS,
+  KEY_SCOPES,
+  PLATFORM_KINDS,
+  RISK_TIERS,
+  RUN_ERROR_CODES,
+} from '../../events/catalogue/index.ts';
+import { RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../../../projections/runs/runs-tables.ts';
+
+/**
+ * The OpenAPI 3.1 description of every endpoint the service serves. Schemas are JSON
+ * Schema 2020-12 (as OpenAPI 3.1 allows) and deliberately strict — required members,
+ * enums, `additionalProperties: false` on our own resources — so the API tests, which
+ * validate every live response against this document, fail when the two drift apart.
+ *
+ * Problems are RFC 9457 documents; their `type` is `{PUBLIC_BASE_URL}/problems/<slug>`.
+ */
+
+type JsonSchema = { readonly [keyword: string]: unknown };
+
+export interface OpenApiHeader {
+  readonly description: string;
+  readonly required?: boolean;
+  readonly schema: JsonSchema;
+}
+
+export interface OpenApiMediaType {
+  readonly schema: JsonSchema;
+}
+
+export interface OpenApiResponse {
+  readonly description: string;
+  readonly headers?: { readonly [name: string]: OpenApiHeader | { readonly $ref: string } };
+  readonly content?: { readonly [mediaType: string]: OpenApiMediaType };
+}
+
+export interface OpenApiParameter {
+  readonly name: string;
+  readonly in: 'path' | 'query' | 'header' | 'cookie';
+  readonly description: string;
+  readonly required?: boolean;
+  readonly schema: JsonSchema;
+}
+
+export interface OpenApiOperation {
+  readonly operationId: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+  readonly security?: readonly { readonly [scheme: string]: readonly string[] }[];
+  readonly parameters?: readonly (OpenApiParameter | { readonly $ref: string })[];
+  readonly requestBody?: {
+    readonly description?: string;
+    readonly required: boolean;
+    readonly content: { readonly [mediaType: string]: OpenApiMediaType };
+  };
+  readonly responses: { readonly [status: string]: OpenApiResponse | { readonly $ref: string } };
+}
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete' | 'head' | 'options';
+
+export interface OpenApiDocument {
+  readonly openapi: string;
+  readonly jsonSchemaDialect?: string;
+  readonly info: { readonly title: string; readonly version: string; readonly description?: string };
+  readonly servers?: readonly { readonly url: string; readonly description?: string }[];
+  readonly security?: readonly { readonly [scheme: string]: readonly string[] }[];
+  readonly tags?: readonly { readonly name: string; readonly description?: string }[];
+  readonly paths: { readonly [path: string]: { readonly [method in HttpMethod]?: OpenApiOperation } };
+  readonly components: {
+    readonly securitySchemes: { readonly [name: string]: Readonly<Record<string, unknown>> };
+    readonly schemas: { readonly [name: string]: JsonSchema };
+    readonly responses: { readonly [name: string]: OpenApiResponse };
+    readonly headers: { readonly [name: string]: OpenApiHeader };
+    readonly parameters: { readonly [name: string]: OpenApiParameter };
+  };
+}
+
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+const JSON_MEDIA_TYPE = 'application/json';
+
+/** Defaults of BRIEF_MAX_LENGTH and BODY_LIMIT_BYTES; `openApiDocumentFor` puts a deployment's values in. */
+const DEFAULT_BRIEF_MAX_LENGTH = 8000;
+const DEFAULT_BODY_LIMIT_BYTES = 65536;
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` }) as const;
+const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` }) as const;
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` }) as const;
+const json = (schema: JsonSchema) => ({ [JSON_MEDIA_TYPE]: { schema } });
+const problem = (schemaName = 'Problem') => ({ [PROBLEM_MEDIA_TYPE]: { schema: ref(schemaName) } });
+
+const uuid = { type: 'string', format: 'uuid' } as const;
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as const;
+
+const requestIdHeader = { 'X-Request-Id': headerRef('XRequestId') } as const;
+const unauthenticated = { security: [] } as const;
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+  info: {
+    title: 'Agent Runs API',
+    version: '1.0.0',
+    description:
+      'Asynchronous agent runs on advertising accounts: start a run with a plain-English brief, poll it, cancel it while queued. ' +
+      'Every error is an RFC 9457 problem (`application/problem+json`) carrying `request_id`; validation problems add `errors[]` ' +
+      'with a JSON pointer per violation. Every response carries `X-Request-Id`.',
+  },
+  servers: [{ url: 'http://localhost:8080', description: 'Replaced by PUBLIC_BASE_URL when served.' }],
+  security: [{ bearerAuth: [] }],
+  tags: [
+    { name: 'runs', description: 'Agent runs: create, poll, cancel.' },
+    { name: 'accounts', description: 'Advertising accounts (projectIds) of the key’s workspace.' },
+    { name: 'operations', description: 'Probes and this document.' },
+  ],
+  paths: {
+    '/api/v1/runs': {
+      post: {
+        operationId: 'createRun',
+        tags: ['runs'],
+        summary: 'Start a run',
+        description:
+          'Queues a run of the brief on the account and answers at once with 202 and the poll URL. One run per account at a time: ' +
+          'a second one while a run is queued or running answers 409 `run-in-progress`. Read-scoped keys may start runs; such a run ' +
+          'has its write tools removed and always ends with `actions: []`. With `Idempotency-Key` (scoped to the API key, kept 24 hours) ' +
+          'a retry replays the original 202 with `Idempotent-Replayed: true`; the same key with another body answers 422, and a retry ' +
+          'while the first request is still processing answers 409 `idempotent-request-in-progress` with `Retry-After`.',
+        parameters: [{ $ref: '#/components/parameters/IdempotencyKey' }, { $ref: '#/components/parameters/XRequestId' }],
+        requestBody: {
+          required: true,
+          description: `Unknown members are refused (422). The body is at most BODY_LIMIT_BYTES (${DEFAULT_BODY_LIMIT_BYTES} by default; 413 beyond).`,
+          content: json(ref('CreateRunRequest')),
+        },
+        responses: {
+          '202': {
+            description: 'Run queued (or, with `Idempotent-Replayed: true`, the replay of the original response).',
+            headers: {
+              ...requestIdHeader,
+              Location: headerRef('Location'),
+              'Idempotent-Replayed': headerRef('IdempotentReplayed'),
+            },
+            content: json(ref('RunCreated')),
+          },
+          '400': responseRef('BadRequest'),
+          '401': responseRef('Unauthorized'),
+          '404': {
+            description: 'No account `project_id` in the key’s workspace (`account-not-found`); another workspace’s account is indistinguishable.',
+            headers: requestIdHeader,
+            content: problem(),
+          },
+          '409': {
+            description:
+              'Another run is queued or running on the account (`run-in-progress`, with `active_run_id`), or a request with the same ' +
+              'Idempotency-Key is still being processed (`idempotent-request-in-progress`, with `Retry-After`).',
+            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfterOptional') },
+            content: problem(),
+          },
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': {
+            description:
+              'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another body ' +
+              '(`idempotency-key-reused`).',
+            headers: requestIdHeader,
+            content: problem(),
+          },
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/runs/{runId}': {
+      get: {
+        operationId: 'getRun',
+        tags: ['runs'],
+        summary: 'Poll a run',
+        description:
+          'While the run is `queued` or `running` the response carries `Retry-After: 15` and `Cache-Control: no-store`; pollers ' +
+          'should honour it and stop once the status is terminal. A terminal run never changes: its response has an `ETag`, ' +
+          '`Cache-Control: private, max-age=…` and no `Retry-After`, and `If-None-Match` with that ETag answers 304. ' +
+          'A run of another workspace is indistinguishable from a missing one (404).',
+        parameters: [{ $ref: '#/components/parameters/RunId' }, { $ref: '#/components/parameters/IfNoneMatch' }, { $ref: '#/components/parameters/XRequestId' }],
+        responses: {
+          '200': {
+            description: 'The run.',
+            headers: {
+              ...requestIdHeader,
+              'Retry-After': {
+                description: 'Seconds to wait before polling again; present only while the run is `queued` or `running`.',
+                schema: { type: 'string', const: '15' },
+              },
+              ETag: headerRef('ETagOptional'),
+              'Cache-Control': {
+                description: '`no-store` while the run is not terminal; `private, max-age=<seconds>, immutable` once it is.',
+                required: true,
+                schema: { type: 'string', pattern: '^(no-store|private, max-age=[0-9]+(, immutable)?)$' },
+              },
+            },
+            content: json(ref('Run')),
+          },
+          '304': {
+            description: 'The terminal run is unchanged since the ETag in `If-None-Match`; no body.',
+            headers: { ...requestIdHeader, ETag: headerRef('ETag'), 'Cache-Control': headerRef('TerminalCacheControl') },
+          },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('RunNotFound'),
+          '500': responseRef('InternalError'),
+        },
+      },
+      delete: {
+        operationId: 'cancelRun',
+        tags: ['runs'],
+        summary: 'Cancel a queued run',
+        description:
+          'A queued run becomes `canceled` and the response is the canceled run. Idempotent: DELETE of a run that is already ' +
+          '`canceled` answers 200 with the run again. A running run cannot be interrupted (409 `run-not-cancelable`; it stays ' +
+          '`running`); a run that succeeded or failed answers 409 `run-already-finished`. Both 409s carry `run_status`.',
+        parameters: [{ $ref: '#/components/parameters/RunId' }, { $ref: '#/components/parameters/XRequestId' }],
+        responses: {
+          '200': {
+            description: 'The canceled run.',
+            headers: requestIdHeader,
+            content: json({ allOf: [ref('Run'), { type: 'object', properties: { status: { const: 'canceled' } } }] }),
+          },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('RunNotFound'),
+          '409': {
+            description: 'The run is running (`run-not-cancelable`) or already succeeded/failed (`run-already-finished`).',
+            headers: requestIdHeader,
+            content: problem('RunNotCancelableProblem'),
+          },
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/accounts': {
+      get: {
+        operationId: 'listAccounts',
+        tags: ['accounts'],
+        summary: 'List the accounts of the key’s workspace',
+        description: 'The `id` of an account is the `project_id` of POST /api/v1/runs. Only the key’s own workspace is ever listed.',
+        parameters: [{ $ref: '#/components/parameters/XRequestId' }],
+        responses: {
+          '200': { description: 'The accounts, oldest first.', headers: requestIdHeader, content: json(ref('AccountList')) },
+          '401': responseRef('Unauthorized'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/healthz': {
+      get: {
+        operationId: 'liveness',
+        tags: ['operations'],
+        summary: 'Liveness probe',
+        ...unauthenticated,
+        responses: {
+          '200': {
+            description: 'The process serves requests.',
+            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
+            content: json(ref('Health')),
+          },
+        },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'readiness',
+        tags: ['operations'],
+        summary: 'Readiness probe',
+        description: 'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks.',
+        ...unauthenticated,
+        responses: {
+          '200': {
+            description: 'Every check passed.',
+            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
+            content: json({ allOf: [ref('Readiness'), { type: 'object', properties: { status: { const: 'ready' } } }] }),
+          },
+          '503': {
+            description: 'At least one check failed or timed out.',
+            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
+            content: json({ allOf: [ref('Readiness'), { type: 'object', properties: { status: { const: 'not_ready' } } }] }),
+          },
+        },
+      },
+    },
+    '/api/v1/openapi.json': {
+      get: {
+        operationId: 'openApiDocument',
+        tags: ['operations'],
+        summary: 'This OpenAPI document',
+        ...unauthenticated,
+        responses: {
+          '200': {
+            description: 'The OpenAPI 3.1 document, with `servers` set to the public base URL.',
+            headers: { ...requestIdHeader, 'Cache-Control': { description: 'Short public caching.', schema: { type: 'string' } } },
+            content: json({
+              type: 'object',
+              required: ['openapi', 'info', 'paths', 'components'],
+              properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' } },
+            }),
+          },
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: {
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'ak_<key id: 32 hex>_<secret: 43 base64url>',
+        description: 'API key as `Authorization: Bearer <API_KEY>`. Scopes are read < write < admin; every scope may use the endpoints described here.',
+      },
+    },
+    parameters: {
+      RunId: {
+        name: 'runId',
+        in: 'path',
+        required: true,
+        description: 'The run id. Anything that is not a run of the key’s workspace (including a non-UUID) answers 404.',
+        schema: { type: 'string' },
+      },
+      IdempotencyKey: {
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'Makes a POST retry-safe: 1 to 255 printable ASCII characters, scoped to the API key, remembered 24 hours. Invalid values answer 400.',
+        schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+      },
+      IfNoneMatch: {
+        name: 'If-None-Match',
+        in: 'header',
+        required: false,
+        description: 'ETag(s) of a terminal run the client holds; a match answers 304.',
+        schema: { type: 'string' },
+      },
+      XRequestId: {
+        name: 'X-Request-Id',
+        in: 'header',
+        required: false,
+        description: 'Caller-chosen request id echoed back (1 to 128 of `A-Za-z0-9._-`); otherwise the service assigns one.',
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
+      },
+    },
+    headers: {
+      XRequestId: {
+        description: 'Id of this request; quote it when reporting a problem (it is also the problem’s `request_id`).',
+        required: true,
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' },
+      },
+      Location: {
+        description: 'Absolute URL of the run (same as `poll_url`).',
+        required: true,
+        schema: { type: 'string', format: 'uri' },
+      },
+      IdempotentReplayed: {
+        description: '`true` when this response is the replay of an earlier request with the same Idempotency-Key.',
+        required: false,
+        schema: { type: 'string', const: 'true' },
+      },
+      RetryAfter: {
+        description: 'Seconds to wait before retrying.',
+        required: true,
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+      RetryAfterOptional: {
+        description: 'Seconds to wait before retrying, when a retry can succeed soon.',
+        required: false,
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+      ETag: {
+        description: 'Strong validator of a terminal run.',
+        required: true,
+        schema: { type: 'string', pattern: '^"[^"]+"$' },
+      },
+      ETagOptional: {
+        description: 'Strong validator; present only once the run is terminal.',
+        required: false,
+        schema: { type: 'string', pattern: '^"[^"]+"$' },
+      },
+      TerminalCacheControl: {
+        description: 'A terminal run never changes and may be cached privately.',
+        required: true,
+        schema: { type: 'string', pattern: '^private, max-age=[0-9]+(, immutable)?$' },
+      },
+      NoStore: {
+        description: 'Never cached.',
+        required: true,
+        schema: { type: 'string', const: 'no-store' },
+      },
+      WWWAuthenticate: {
+        description: 'The Bearer challenge.',
+        required: true,
+        schema: { type: 'string', pattern: '^Bearer ' },
+      },
+    },
+    responses: {
+      BadRequest: {
+        description: 'The body is not JSON (`malformed-json`) or the Idempotency-Key header is invalid (`invalid-idempotency-key`).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      Unauthorized: {
+        description: 'Authorization is missing, not Bearer, malformed, unknown, wrong or revoked (`unauthorized`); all look alike.',
+        headers: { ...requestIdHeader, 'WWW-Authenticate': headerRef('WWWAuthenticate') },
+        content: problem(),
+      },
+      Forbidden: {
+        description: 'The key’s scope is below what the operation needs (`insufficient-scope`). No endpoint described here needs more than read.',
+        headers: { ...requestIdHeader, 'WWW-Authenticate': headerRef('WWWAuthenticate') },
+        content: problem(),
+      },
+      RunNotFound: {
+        description: 'No such run in the key’s workspace (`run-not-found`); another workspace’s run looks exactly the same.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      PayloadTooLarge: {
+        description: 'The body exceeds BODY_LIMIT_BYTES (`payload-too-large`, with `limit_bytes`).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      UnsupportedMediaType: {
+        description: 'The body is not `application/json` in UTF-8 (`unsupported-media-type`).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      ServiceUnavailable: {
+        description: 'Temporarily unable to decide (e.g. persistent write contention); retry after `Retry-After` seconds.',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
+        content: problem(),
+      },
+      InternalError: {
+        description: 'Unexpected fault (`internal`); the detail quotes the request id.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+    },
+    schemas: {
+      CreateRunRequest: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['brief', 'project_id'],
+        properties: {
+          brief: {
+            type: 'string',
+            minLength: 1,
+            maxLength: DEFAULT_BRIEF_MAX_LENGTH,
+            pattern: '\\S',
+            description: 'Plain-English task for the agent; must contain a non-space character; at most BRIEF_MAX_LENGTH characters.',
+          },
+          project_id: { type: 'string', minLength: 1, maxLength: 200, description: 'The account the run works on (an `id` from GET /api/v1/accounts).' },
+          auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply bounded, low-risk changes.' },
+        },
+      },
+      RunCreated: {
+        type: 'object',
+        description: 'The 202 response of POST /api/v1/runs.',
+        additionalProperties: false,
+        required: ['id', 'object', 'status', 'poll_url'],
+        properties: {
+          id: uuid,
+          object: { const: 'run' },
+          status: { const: 'queued' },
+          poll_url: { type: 'string', format: 'uri', description: 'Absolute URL of GET /api/v1/runs/{runId}.' },
+        },
+      },
+      Run: {
+        type: 'object',
+        additionalProperties: false,
+        required: [
+          'id',
+          'object',
+          'status',
+          'project_id',
+          'auto_apply',
+          'scope',
+          'created_at',
+          'started_at',
+          'finished_at',
+          'poll_url',
+          'duration_ms',
+          'agent',
+          'result',
+          'error',
+        ],
+        properties: {
+          id: uuid,
+          object: { const: 'run' },
+          status: { enum: [...RUN_STATUSES], description: `Terminal: ${TERMINAL_RUN_STATUSES.join(', ')}.` },
+          project_id: { type: 'string', minLength: 1 },
+          auto_apply: { type: 'boolean' },
+          scope: { enum: [...KEY_SCOPES], description: 'Scope of the key that started the run; `read` runs propose nothing.' },
+          created_at: dateTime,
+          started_at: nullableDateTime,
+          finished_at: nullableDateTime,
+          poll_url: { type: 'string', format: 'uri' },
+          duration_ms: { type: ['integer', 'null'], minimum: 0, description: 'Null until the run has finished (and for a run canceled or failed before it started).' },
+          agent: {
+            oneOf: [
+              { type: 'null' },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['kind', 'model'],
+                properties: { kind: { enum: ['rules', 'gemini'] }, model: { type: 'string' } },
+              },
+            ],
+          },
+          result: ref('RunResult'),
+          error: { oneOf: [{ type: 'null' }, ref('RunError')] },
+        },
+        allOf: [
+          {
+            description: 'Only a failed run has an error.',
+            if: { properties: { status: { const: 'failed' } } },
+            then: { properties: { error: ref('RunError') } },
+            else: { properties: { error: { type: 'null' } } },
+          },
+          {
+            description: 'A queued run has not started or finished.',
+            if: { properties: { status: { const: 'queued' } } },
+            then: { properties: { started_at: { type: 'null' }, finished_at: { type: 'null' }, duration_ms: { type: 'null' } } },
+          },
+        ],
+      },
+      RunResult: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['text', 'truncated', 'actions', 'tool_calls', 'usage'],
+        properties: {
+          text: { type: 'string', maxLength: 32000 },
+          truncated: { type: 'boolean', description: 'True when `text` hit the 32,000 character cap.' },
+          actions: { type: 'array', items: ref('Action'), description: 'Always empty for a run started with a read-scoped key.' },
+          tool_calls: { type: 'array', maxItems: 50, items: ref('ToolCall') },
+          usage: ref('Usage'),
+        },
+      },
+      Usage: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['input_tokens', 'output_tokens', 'steps'],
+        properties: {
+          input_tokens: { type: 'integer', minimum: 0 },
+          output_tokens: { type: 'integer', minimum: 0 },
+          steps: { type: 'integer', minimum: 0 },
+        },
+      },
+      Action: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'kind', 'summary', 'risk_tier', 'disposition', 'policy_reasons', 'approvals_url'],
+        properties: {
+          id: { type: 'string', minLength: 1, description: 'Used as {actionId} by the approve endpoint.' },
+          kind: { enum: [...ACTION_KINDS] },
+          summary: { type: 'string' },
+          risk_tier: { enum: [...RISK_TIERS] },
+          disposition: {
+            enum: [...DISPOSITIONS],
+            description: '`auto_applied` means accepted for apply, not live yet: the apply worker may still send it back to the queue.',
+          },
+          policy_reasons: { type: 'array', items: { type: 'string' } },
+          approvals_url: { type: 'string', format: 'uri' },
+        },
+      },
+      ToolCall: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'input', 'ok'],
+        description: 'A tool the agent used; outputs are not recorded.',
+        properties: { name: { type: 'string', minLength: 1 }, input: { type: 'object' }, ok: { type: 'boolean' } },
+      },
+      RunError: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['code', 'message'],
+        properties: { code: { enum: [...RUN_ERROR_CODES] }, message: { type: 'string' } },
+      },
+      Account: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'object', 'name', 'platform', 'connected', 'created_at'],
+        properties: {
+          id: { type: 'string', minLength: 1, description: 'The projectId.' },
+          object: { const: 'account' },
+          name: { type: 'string' },
+          platform: { enum: [...PLATFORM_KINDS] },
+          connected: { type: 'boolean', description: 'Whether an advertising-platform account is connected; runs on an unconnected one fail.' },
+          created_at: dateTime,
+        },
+      },
+      AccountList: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'data'],
+        properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Account') } },
+      },
+      Problem: {
+        type: 'object',
+        description: 'RFC 9457 problem details. Extension members (e.g. `active_run_id`, `run_status`, `limit_bytes`) may appear.',
+        required: ['type', 'title', 'status', 'instance', 'request_id'],
+        properties: {
+          type: { type: 'string', format: 'uri', description: '`{PUBLIC_BASE_URL}/problems/<slug>`.' },
+          title: { type: 'string', minLength: 1 },
+          status: { type: 'integer', minimum: 400, maximum: 599 },
+          detail: { type: 'string' },
+          instance: { type: 'string', description: 'Path of the request.' },
+          request_id: { type: 'string', minLength: 1, description: 'Same as the `X-Request-Id` response header.' },
+          errors: { type: 'array', items: ref('InvalidParam') },
+        },
+        allOf: [
+          {
+            description: 'A validation problem lists every violation.',
+            if: { required: ['type'], properties: { type: { type: 'string', pattern: '/problems/validation-error$' } } },
+            then: { required: ['errors'], properties: { status: { const: 422 }, errors: { type: 'array', minItems: 1 } } },
+          },
+        ],
+      },
+      InvalidParam: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['pointer', 'message'],
+        properties: {
+          pointer: { type: 'string', pattern: '^/', description: 'JSON pointer (RFC 6901) into the request body; `/` for the body itself.' },
+          message: { type: 'string' },
+        },
+      },
+      RunNotCancelableProblem: {
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            required: ['run_status'],
+            properties: {
+              type: { type: 'string', pattern: '/problems/(run-not-cancelable|run-already-finished)$' },
+              status: { const: 409 },
+              run_status: { type: 'string' },
+            },
+          },
+        ],
+      },
+      Health: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['status'],
+        properties: { status: { const: 'ok' } },
+      },
+      Readiness: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['status', 'checks'],
+        properties: {
+          status: { enum: ['ready', 'not_ready'] },
+          checks: {
+            type: 'object',
+            additionalProperties: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['ok'],
+              properties: { ok: { type: 'boolean' }, detail: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const satisfies OpenApiDocument;
+
+export interface OpenApiDeployment {
+  readonly publicBaseUrl: string;
+  readonly briefMaxLength?: number;
+  readonly bodyLimitBytes?: number;
+}
+
+/** The document of one deployment: its public origin as the server, its brief limit in the request schema. */
+export function openApiDocumentFor(deployment: OpenApiDeployment): OpenApiDocument {
+  const document = structuredClone(openApiDocument) as unknown as {
+    servers: { url: string }[];
+    paths: { '/api/v1/runs': { post: { requestBody: { description: string } } } };
+    components: { schemas: { CreateRunRequest: { properties: { brief: { maxLength: number } } } } };
+  };
+  document.servers = [{ url: deployment.publicBaseUrl }];
+  document.components.schemas.CreateRunRequest.properties.brief.maxLength = deployment.briefMaxLength ?? DEFAULT_BRIEF_MAX_LENGTH;
+  const bodyLimit = deployment.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  document.paths['/api/v1/runs'].post.requestBody.description = `Unknown members are refused (422). The body is at most ${bodyLimit} bytes (413 beyond).`;
+  return document as unknown as OpenApiDocument;
+}

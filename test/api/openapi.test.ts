@@ -1,0 +1,198 @@
+import { expect } from 'chai';
+import { openApiDocument, type OpenApiDocument, type OpenApiOperation } from '../../src/http/openapi/openapi-document.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+import { API_TEST_ROLES, call, PUBLIC_BASE_URL } from './support/api-call.ts';
+import { OpenApiResponseValidator, resolvePointer, unresolvedRefs } from './support/openapi-response-validator.ts';
+
+const ENDPOINTS = [
+  'POST /api/v1/runs',
+  'GET /api/v1/runs/{runId}',
+  'DELETE /api/v1/runs/{runId}',
+  'GET /api/v1/accounts',
+  'GET /healthz',
+  'GET /readyz',
+  'GET /api/v1/openapi.json',
+];
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+function operationsOf(document: OpenApiDocument): { name: string; path: string; operation: OpenApiOperation }[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, OpenApiOperation>)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, path, operation })),
+  );
+}
+
+describe('OpenAPI document', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let served: OpenApiDocument;
+
+  before(async () => {
+    svc = await startTestService('api-openapi', { ROLES: API_TEST_ROLES, BRIEF_MAX_LENGTH: '321' });
+    const response = await call(svc, 'GET', '/api/v1/openapi.json');
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.match(/^application\/json/);
+    served = response.body as OpenApiDocument;
+  });
+
+  after(async () => {
+    await svc?.stop();
+  });
+
+  it('is served without authentication as OpenAPI 3.1 with PUBLIC_BASE_URL as its server', () => {
+    expect(served.openapi).to.match(/^3\.1\.\d+$/);
+    expect(served.servers).to.deep.equal([{ url: PUBLIC_BASE_URL }]);
+    expect(served.info.title).to.be.a('string').and.not.equal('');
+    expect(served.info.version).to.be.a('string').and.not.equal('');
+  });
+
+  it("carries the deployment's brief limit in the create-run schema", () => {
+    const schema = served.components.schemas.CreateRunRequest as { properties: { brief: { maxLength: number } } };
+    expect(schema.properties.brief.maxLength).to.equal(321);
+  });
+
+  it('describes exactly the endpoints the service has', () => {
+    expect(operationsOf(served).map((o) => o.name)).to.have.members(ENDPOINTS);
+  });
+
+  it('resolves every $ref', () => {
+    expect(unresolvedRefs(served)).to.deep.equal([]);
+    expect(unresolvedRefs(openApiDocument)).to.deep.equal([]);
+  });
+
+  it('gives every operation a unique operationId and documented responses with descriptions', () => {
+    const ids = operationsOf(served).map((o) => o.operation.operationId);
+    expect(new Set(ids).size).to.equal(ids.length);
+    for (const { name, operation } of operationsOf(served)) {
+      const statuses = Object.keys(operation.responses ?? {});
+      expect(statuses, name).to.not.be.empty;
+      expect(statuses.some((s) => /^2\d\d$/.test(s)), `${name} has no success response`).to.equal(true);
+      for (const status of statuses) {
+        expect(status, name).to.match(/^[1-5]\d\d$/);
+        const response = operation.responses[status]!;
+        const resolved = ('$ref' in response ? resolvePointer(served, response.$ref) : response) as { description?: string };
+        expect(resolved.description, `${name} ${status}`).to.be.a('string').and.not.equal('');
+      }
+    }
+  });
+
+  it('documents every error response as application/problem+json, except the readiness probe', () => {
+    for (const { name, operation } of operationsOf(served)) {
+      if (name === 'GET /readyz') continue;
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (Number(status) < 400) continue;
+        const resolved = ('$ref' in response ? resolvePointer(served, response.$ref) : response) as { content?: Record<string, unknown> };
+        expect(Object.keys(resolved.content ?? {}), `${name} ${status}`).to.deep.equal(['application/problem+json']);
+      }
+    }
+  });
+
+  it('declares every path parameter of a template, and requires bearer auth everywhere but the probes and itself', () => {
+    const publicOperations = ['GET /healthz', 'GET /readyz', 'GET /api/v1/openapi.json'];
+    expect(served.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
+    expect(served.security).to.deep.equal([{ bearerAuth: [] }]);
+    for (const { name, path, operation } of operationsOf(served)) {
+      const declared = (operation.parameters ?? [])
+        .map((p) => ('$ref' in p ? (resolvePointer(served, p.$ref) as { name: string; in: string; required?: boolean }) : p))
+        .filter((p) => p.in === 'path');
+      const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      expect(declared.map((p) => p.name), name).to.have.members(templated);
+      for (const p of declared) expect(p.required, `${name} ${p.name}`).to.equal(true);
+      if (publicOperations.includes(name)) expect(operation.security, name).to.deep.equal([]);
+      else expect(operation.security, name).to.equal(undefined);
+    }
+  });
+
+  it('refuses unknown members in the create-run body', () => {
+    const createRun = served.paths['/api/v1/runs']!.post!;
+    const schema = createRun.requestBody!.content['application/json']!.schema;
+    expect(schema).to.deep.equal({ $ref: '#/components/schemas/CreateRunRequest' });
+    expect(served.components.schemas.CreateRunRequest).to.include({ additionalProperties: false });
+    const validator = new OpenApiResponseValidator(served);
+    const validate = validator.compileSchema(schema);
+    expect(validate({ brief: 'Hello.', project_id: 'p1', auto_apply: true })).to.equal(true);
+    expect(validate({ brief: 'Hello.', project_id: 'p1', extra: 1 })).to.equal(false);
+    expect(validate({ brief: '   ', project_id: 'p1' })).to.equal(false);
+    expect(validate({ brief: 'b'.repeat(322), project_id: 'p1' })).to.equal(false);
+  });
+
+  it('compiles every component schema with ajv (JSON Schema 2020-12)', () => {
+    const validator = new OpenApiResponseValidator(served);
+    expect(validator.compileAllComponents()).to.include.members([
+      'Run',
+      'RunCreated',
+      'RunResult',
+      'Action',
+      'ToolCall',
+      'RunError',
+      'Account',
+      'AccountList',
+      'Problem',
+      'CreateRunRequest',
+    ]);
+  });
+
+  describe('as a response validator', () => {
+    const validator = new OpenApiResponseValidator();
+    const run = {
+      id: '0190b2a0-0000-7000-8000-000000000001',
+      object: 'run',
+      status: 'succeeded',
+      project_id: '0190b2a0-0000-7000-8000-000000000002',
+      auto_apply: false,
+      scope: 'write',
+      created_at: '2025-01-01T00:00:00.000Z',
+      started_at: '2025-01-01T00:00:01.000Z',
+      finished_at: '2025-01-01T00:01:00.000Z',
+      poll_url: 'http://api.test/api/v1/runs/0190b2a0-0000-7000-8000-000000000001',
+      duration_ms: 59000,
+      agent: { kind: 'rules', model: 'rules-v1' },
+      result: {
+        text: 'Done.',
+        truncated: false,
+        actions: [
+          {
+            id: 'a1',
+            kind: 'add_negative_keywords',
+            summary: 'Add 3 negative keywords',
+            risk_tier: 'review',
+            disposition: 'queued',
+            policy_reasons: ['needs review'],
+            approvals_url: 'http://api.test/api/v1/accounts/p/approvals',
+          },
+        ],
+        tool_calls: [{ name: 'get_campaigns', input: {}, ok: true }],
+        usage: { input_tokens: 1, output_tokens: 2, steps: 3 },
+      },
+      error: null,
+    };
+    const headers = (extra: Record<string, string> = {}) =>
+      new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'req-1', 'cache-control': 'no-store', ...extra });
+    const check = (body: unknown, status = 200, extra: Record<string, string> = {}) => () =>
+      validator.assertMatches('GET', '/api/v1/runs/{runId}', { status, headers: headers(extra) }, body);
+
+    it('accepts a well-formed run', () => {
+      expect(check(run)).to.not.throw();
+    });
+
+    it('rejects an unknown status, an extra member, a missing member, a bad action and an error on a succeeded run', () => {
+      expect(check({ ...run, status: 'done' })).to.throw(/schema/);
+      expect(check({ ...run, extra: true })).to.throw(/schema/);
+      const { duration_ms: _omitted, ...withoutDuration } = run;
+      expect(check(withoutDuration)).to.throw(/schema/);
+      expect(check({ ...run, result: { ...run.result, secret: 'x' } })).to.throw(/schema/);
+      expect(check({ ...run, result: { ...run.result, actions: [{ ...run.result.actions[0], risk_tier: 'yolo' }] } })).to.throw(/schema/);
+      expect(check({ ...run, error: { code: 'internal', message: 'x' } })).to.throw(/schema/);
+    });
+
+    it('rejects an undocumented status, a missing required header and an undocumented media type', () => {
+      expect(check(run, 201)).to.throw(/not documented/);
+      expect(() =>
+        validator.assertMatches('GET', '/api/v1/runs/{runId}', { status: 200, headers: new Headers({ 'content-type': 'application/json' }) }, run),
+      ).to.throw(/X-Request-Id/);
+      expect(check(run, 200, { 'content-type': 'text/html' })).to.throw(/media type/);
+      expect(check(run, 304)).to.throw(/without a body|ETag/);
+    });
+  });
+});
