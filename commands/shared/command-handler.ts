@@ -1,3 +1,4 @@
+import { ProblemError } from '../../src/errors/problem-error.ts';
 import type { EventEnvelope, UnsealedEvent } from '../../src/events/envelope.ts';
 import type { AggregateRepository, LoadedAggregate } from '../../src/event-store/aggregate-repository.ts';
 import { AppendConflictError } from '../../src/event-store/errors.ts';
@@ -18,11 +19,19 @@ export interface HandleOptions {
   readonly maxAttempts?: number;
 }
 
-/** Raised when every attempt lost a race; the HTTP layer answers 503 with Retry-After. */
-export class CommandContentionError extends Error {
+/** Every attempt lost a race on a hot aggregate: a 503 the client can retry. */
+export class CommandContentionError extends ProblemError {
   constructor(readonly subject: string, readonly attempts: number, options?: { cause?: unknown }) {
-    super(`gave up on ${subject} after ${attempts} concurrent-update conflicts`, options);
-    this.name = 'CommandContentionError';
+    super(
+      {
+        type: 'service-unavailable',
+        status: 503,
+        title: 'Service temporarily unavailable',
+        detail: `Too many concurrent changes to the same resource (${attempts} attempts); retry shortly.`,
+        headers: { 'Retry-After': '1' },
+      },
+      options,
+    );
   }
 }
 
@@ -57,7 +66,7 @@ export async function handleCommand<C, S, E extends EventEnvelope>(
       const state = appended.reduce((s, stored) => evolve(s, stored.event as E), loaded.state);
       const last = appended[appended.length - 1]!;
       const position = { lastSequence: last.seq, lastHash: last.event.hash, state };
-      repository.remember(subject, position);
+      repository.remember(subject, position, appended.length);
       return { appended, state, position };
     } catch (error) {
       if (!(error instanceof AppendConflictError)) throw error;

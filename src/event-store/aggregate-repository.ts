@@ -26,6 +26,8 @@ const CACHE_LIMIT = 20_000;
  */
 export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
   private readonly cache = new Map<string, Snapshot<S>>();
+  /** Per subject: events folded or appended here since a snapshot was last persisted. */
+  private readonly eventsSincePersisted = new Map<string, number>();
 
   constructor(
     private readonly store: EventStore,
@@ -37,31 +39,45 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
     const head = await this.store.lastOf(subject);
     if (!head) return { ...EMPTY_POSITION, state: this.folder.initialState() };
     let base = this.usable(this.cache.get(subject), head.seq);
-    if (!base && this.snapshots) base = this.usable(await this.snapshots.read<S>(subject), head.seq);
+    if (!base && this.snapshots) {
+      base = this.usable(await this.snapshots.read<S>(subject), head.seq);
+      if (base) this.eventsSincePersisted.set(subject, 0);
+    }
     let state = base ? base.state : this.folder.initialState();
     let position: SubjectPosition = base ?? EMPTY_POSITION;
-    let folded = 0;
     for await (const stored of this.store.readSubject(subject, position.lastSequence, head.seq)) {
       state = this.folder.evolve(state, stored.event as E);
       position = { lastSequence: stored.seq, lastHash: stored.event.hash };
-      folded++;
+      this.eventsSincePersisted.set(subject, (this.eventsSincePersisted.get(subject) ?? 0) + 1);
     }
     const loaded = { ...position, state };
-    this.remember(subject, loaded, folded >= SNAPSHOT_EVERY);
+    this.remember(subject, loaded, 0);
     return loaded;
   }
 
-  /** Records the state a successful append produced, so the next load needs no fold. */
-  remember(subject: string, loaded: LoadedAggregate<S>, persist = false): void {
+  /**
+   * Records the state a successful append produced, so the next load needs no fold, and
+   * persists a snapshot once 64 events of this subject went by since the last one: a
+   * fresh process then folds at most that many.
+   */
+  remember(subject: string, loaded: LoadedAggregate<S>, appended = 1): void {
     const snapshot: Snapshot<S> = { ...loaded, stateVersion: this.folder.stateVersion };
     this.cache.delete(subject);
     this.cache.set(subject, snapshot);
     if (this.cache.size > CACHE_LIMIT) {
       const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
+      if (oldest !== undefined) {
+        this.cache.delete(oldest);
+        this.eventsSincePersisted.delete(oldest);
+      }
     }
-    const due = persist || loaded.lastSequence % SNAPSHOT_EVERY === 0;
-    if (due && this.snapshots) void this.snapshots.write(subject, snapshot).catch(() => undefined);
+    const pending = (this.eventsSincePersisted.get(subject) ?? 0) + appended;
+    if (pending >= SNAPSHOT_EVERY && this.snapshots) {
+      this.eventsSincePersisted.set(subject, 0);
+      void this.snapshots.write(subject, snapshot).catch(() => this.eventsSincePersisted.set(subject, pending));
+    } else {
+      this.eventsSincePersisted.set(subject, pending);
+    }
   }
 
   private usable(snapshot: Snapshot<S> | null | undefined, headSeq: number): Snapshot<S> | null {

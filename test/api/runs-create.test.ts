@@ -295,11 +295,7 @@ describe('POST /api/v1/runs', function () {
     });
   });
   describe('write contention', () => {
-    // BUG: commands/shared/command-handler.ts documents that a CommandContentionError (every attempt lost
-    // an optimistic-concurrency race on a hot aggregate) makes "the HTTP layer answer 503 with Retry-After",
-    // but src/http/middleware/error-handler.ts does not map it (it is not a ProblemError), so the client gets
-    // 500 `internal` instead of a retryable 503 `service-unavailable`.
-    it.skip('answers 503 service-unavailable with Retry-After when the account aggregate stays contended', async () => {
+    it('answers 503 service-unavailable with Retry-After when the account aggregate stays contended', async () => {
       const account = await freshAccount(svc, tenant.workspaceId);
       const { store, writeModel } = svc.service.infrastructure;
       const subject = writeModel.accountSubject(tenant.workspaceId, account);

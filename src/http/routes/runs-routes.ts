@@ -163,7 +163,9 @@ function sendTerminal(ctx: Context, body: string, etag: string): void {
   ctx.set('ETag', etag);
   ctx.set('Cache-Control', `private, max-age=${TERMINAL_MAX_AGE_SECONDS}, immutable`);
   const presented = ctx.get('if-none-match');
-  if (presented && presented.split(',').some((tag) => tag.trim() === etag || tag.trim() === '*')) {
+  // If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches "x".
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  if (presented && presented.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag))) {
     ctx.status = 304;
     return;
   }
