@@ -11,7 +11,7 @@ export const RUNS_PROJECTION = 'runs';
 /** The runs GET /api/v1/runs/{runId} serves: status, timings, result and error of each run. */
 export const runsProjection: Projection = {
   name: RUNS_PROJECTION,
-  version: 2,
+  version: 3,
   tables: ['run_actions', 'runs'],
 
   async createTables(db: Kysely<any>) {
@@ -37,6 +37,7 @@ export const runsProjection: Projection = {
       .addColumn('error', 'jsonb')
       .addColumn('tool_calls', 'jsonb', (c) => c.notNull())
       .addColumn('tool_call_count', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('queued_seq', 'bigint', (c) => c.notNull())
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('runs_account').on('runs').columns(['account_id', 'created_at']).execute();
@@ -83,6 +84,7 @@ export const runsProjection: Projection = {
               error: null,
               tool_calls: '[]',
               tool_call_count: 0,
+              queued_seq: seq,
               last_seq: seq,
             })
             .execute();

@@ -32,6 +32,8 @@ export interface RunsTable {
   error: JSONColumnType<{ code: RunErrorCode; message: string } | null, string | null, string | null>;
   tool_calls: JSONColumnType<RecordedToolCall[], string, string>;
   tool_call_count: number;
+  /** Stream sequence of RunQueued: where the run's events start. */
+  queued_seq: number;
   last_seq: number;
 }
 

@@ -15,6 +15,7 @@ import { campaignTargetRouter } from '../http/routes/campaign-target-routes.ts';
 import { campaignsRouter } from '../http/routes/campaigns-routes.ts';
 import { historyRouter } from '../http/routes/history-routes.ts';
 import { killSwitchRouter } from '../http/routes/kill-switch-routes.ts';
+import { runEventsRouter } from '../http/routes/run-events-routes.ts';
 import type { ApiContext } from '../http/routes/api-context.ts';
 import { createModel } from '../agent/model/create-model.ts';
 import { createPlatform } from '../platform/create-platform.ts';
@@ -75,6 +76,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const keys = new KeyDirectory(database.db);
     keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
     const idempotency = new IdempotencyStore(database.db);
+    // Ends open event streams when the server stops, so in-flight requests can finish.
+    const httpShutdown = new AbortController();
     const api: ApiContext = {
       platform,
       proposals,
@@ -92,6 +95,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       routers: [
         runsRouter(api),
+        runEventsRouter(api, httpShutdown.signal),
         accountsRouter(api),
         campaignsRouter(api),
         campaignTargetRouter(api),
@@ -107,6 +111,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     sweep.unref();
     stopHttp.push(async () => {
       clearInterval(sweep);
+      httpShutdown.abort();
       await http!.stop(config.shutdownGraceMs);
       keys.stop();
     });

@@ -1,0 +1,107 @@
+import { expect } from 'chai';
+import { RulesModel } from '../../src/agent/model/rules/rules-model.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { createPlatform } from '../../src/platform/create-platform.ts';
+import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { AgentWorker } from '../../src/workers/agent-worker.ts';
+import { startRun, waitForTerminalRun } from '../support/runs.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+
+interface SseEvent {
+  id: number;
+  event: string;
+  data: any;
+}
+
+/** Reads a whole SSE response (until the server closes it), parsing each event. */
+async function readEvents(response: Response): Promise<SseEvent[]> {
+  const text = await response.text();
+  return text
+    .split('\n\n')
+    .map((block) => block.split('\n').filter((line) => line && !line.startsWith(':')))
+    .filter((lines) => lines.some((l) => l.startsWith('event:')))
+    .map((lines) => {
+      const field = (name: string) => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? '';
+      return { id: Number(field('id')), event: field('event'), data: JSON.parse(field('data')) };
+    });
+}
+
+describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+  let worker: AgentWorker;
+  let runId: string;
+
+  before(async () => {
+    // No agent worker yet: the run waits while the client connects.
+    svc = await startTestService('runevents', { ROLES: 'http,projectors' });
+    tenant = await svc.tenant();
+    runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Find wasted spend and propose negative keywords');
+    const infra = svc.service.infrastructure;
+    worker = new AgentWorker({
+      infrastructure: infra,
+      executor: {
+        platform: createPlatform(infra.database.db),
+        proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl),
+        model: new RulesModel(),
+        wallClockMs: 20_000,
+        modelBudgetMs: 20_000,
+      },
+      concurrency: 1,
+      logger: createLogger('silent'),
+      shutdownGraceMs: 1000,
+      ackWaitMs: 5000,
+    });
+  });
+  after(async () => {
+    await worker?.stop();
+    await svc?.stop();
+  });
+
+  let live: SseEvent[] = [];
+
+  it('streams queued, started, each tool call, each action and the end, live, then closes', async () => {
+    const response = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: tenant.keys.write });
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.match(/^text\/event-stream/);
+    const reading = readEvents(response);
+    await worker.start();
+    live = await reading;
+    const run = await waitForTerminalRun(svc, tenant.keys.write, runId);
+    const names = live.map((e) => e.event);
+    expect(names[0]).to.equal('queued');
+    expect(names[1]).to.equal('started');
+    expect(names[names.length - 1]).to.equal('succeeded');
+    expect(names.filter((n) => n === 'tool_called')).to.have.length(run.result.tool_calls.length);
+    expect(names.filter((n) => n === 'action_proposed')).to.have.length(run.result.actions.length);
+    expect(live.filter((e) => e.event === 'action_proposed').map((e) => e.data.action.id)).to.deep.equal(run.result.actions.map((a: { id: string }) => a.id));
+    const ids = live.map((e) => e.id);
+    expect(ids).to.deep.equal([...ids].sort((a, b) => a - b));
+    expect(live.every((e) => e.data.run_id === runId)).to.equal(true);
+  });
+
+  it('resumes after Last-Event-ID with exactly the events that followed', async () => {
+    const third = live[2]!;
+    const response = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: tenant.keys.write, headers: { 'Last-Event-ID': String(third.id) } });
+    expect(response.status).to.equal(200);
+    const resumed = await readEvents(response);
+    expect(resumed.map((e) => e.id)).to.deep.equal(live.slice(3).map((e) => e.id));
+  });
+
+  it('answers 204 to a reconnect after the end, so EventSource stops', async () => {
+    const last = live[live.length - 1]!;
+    const response = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: tenant.keys.write, headers: { 'Last-Event-ID': String(last.id) } });
+    expect(response.status).to.equal(204);
+  });
+
+  it('answers 404 for an unknown run and for a run of another workspace, 401 without a key', async () => {
+    const other = await svc.tenant('other');
+    const unknown = await svc.request('GET', `/api/v1/runs/00000000-0000-4000-8000-000000000000/events`, { key: tenant.keys.write });
+    const foreign = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: other.keys.write });
+    expect(unknown.status).to.equal(404);
+    expect(foreign.status).to.equal(404);
+    expect(((await foreign.json()) as { type: string }).type).to.equal(((await unknown.json()) as { type: string }).type);
+    expect((await svc.request('GET', `/api/v1/runs/${runId}/events`)).status).to.equal(401);
+  });
+});
