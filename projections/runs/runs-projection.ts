@@ -2,9 +2,8 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
-import { sql } from 'kysely';
-import { RUN_LIMITS } from '../../src/agent/run-limits.ts';
 import type { Projection } from '../runtime/projection.ts';
+import { foldRunEvents, runIdOf, toRunRecord, type RunRecord } from './fold-runs.ts';
 
 export const RUNS_PROJECTION = 'runs';
 
@@ -57,124 +56,57 @@ export const runsProjection: Projection = {
   },
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
-    for (const { seq, event: raw } of events) {
-      const event = raw as DomainEvent;
-      switch (event.type) {
-        case 'RunQueued':
-          await trx
-            .insertInto('runs')
-            .values({
-              id: event.data.run_id,
-              workspace_id: event.workspace_id,
-              account_id: event.account_id!,
-              key_id: event.data.key_id,
-              scope: event.data.scope,
-              status: 'queued',
-              brief: event.data.brief,
-              auto_apply: event.data.auto_apply,
-              agent: null,
-              worker_id: null,
-              created_at: event.time,
-              started_at: null,
-              finished_at: null,
-              duration_ms: null,
-              result_text: '',
-              truncated: false,
-              usage: JSON.stringify({ input_tokens: 0, output_tokens: 0, steps: 0 }),
-              error: null,
-              tool_calls: '[]',
-              tool_call_count: 0,
-              queued_seq: seq,
-              last_seq: seq,
-            })
-            .execute();
-          break;
-        case 'RunStarted':
-          await trx
-            .updateTable('runs')
-            .set({
-              status: 'running',
-              started_at: event.time,
-              worker_id: event.data.worker_id,
-              agent: JSON.stringify(event.data.agent),
-              last_seq: seq,
-            })
-            .where('id', '=', event.data.run_id)
-            .execute();
-          break;
-        case 'RunCanceled':
-          await trx
-            .updateTable('runs')
-            .set({ status: 'canceled', finished_at: event.time, last_seq: seq })
-            .where('id', '=', event.data.run_id)
-            .execute();
-          break;
-        case 'RunSucceeded':
-          await trx
-            .updateTable('runs')
-            .set({
-              status: 'succeeded',
-              finished_at: event.time,
-              duration_ms: event.data.duration_ms,
-              result_text: event.data.text,
-              truncated: event.data.truncated,
-              usage: JSON.stringify(event.data.usage),
-              last_seq: seq,
-            })
-            .where('id', '=', event.data.run_id)
-            .execute();
-          break;
-        case 'RunFailed':
-          await trx
-            .updateTable('runs')
-            .set({
-              status: 'failed',
-              finished_at: event.time,
-              duration_ms: event.data.duration_ms,
-              result_text: event.data.text,
-              truncated: event.data.truncated,
-              usage: JSON.stringify(event.data.usage),
-              error: JSON.stringify(event.data.error),
-              last_seq: seq,
-            })
-            .where('id', '=', event.data.run_id)
-            .execute();
-          break;
-        case 'ToolCalled': {
-          // result.tool_calls keeps name, input and ok; outputs stay in the event log only.
-          const entry = JSON.stringify([{ name: event.data.name, input: event.data.input, ok: event.data.ok }]);
-          await trx
-            .updateTable('runs')
-            .set({
-              tool_call_count: sql`tool_call_count + 1`,
-              tool_calls: sql`case when jsonb_array_length(tool_calls) < ${RUN_LIMITS.maxRecordedToolCalls} then tool_calls || ${entry}::jsonb else tool_calls end`,
-              last_seq: seq,
-            })
-            .where('id', '=', event.data.run_id)
-            .execute();
-          break;
-        }
-        case 'ActionProposed':
-          if (event.data.run_id === null) break;
-          await trx
-            .insertInto('run_actions')
-            .values({
-              id: event.data.action_id,
-              run_id: event.data.run_id,
-              account_id: event.account_id!,
-              kind: event.data.kind,
-              summary: event.data.summary,
-              risk_tier: event.data.risk_tier,
-              disposition: event.data.disposition,
-              policy_reasons: JSON.stringify(event.data.policy_reasons),
-              seq,
-            })
-            .execute();
-          await trx.updateTable('runs').set({ last_seq: seq }).where('id', '=', event.data.run_id).execute();
-          break;
-        default:
-          break;
-      }
+    const runIds = [...new Set(events.map((e) => runIdOf(e.event as DomainEvent)).filter((id): id is string => id !== null))];
+    if (runIds.length === 0) return;
+    const rows = new Map<string, RunRecord>();
+    for (const chunk of chunks(runIds, 1000)) {
+      for (const row of await trx.selectFrom('runs').selectAll().where('id', 'in', chunk).execute()) rows.set(row.id, toRunRecord(row));
+    }
+    const { changed, actions } = foldRunEvents(rows, events);
+    for (const chunk of chunks([...changed], 1000)) {
+      const values = chunk.map((id) => {
+        const row = rows.get(id)!;
+        return {
+          ...row,
+          agent: row.agent === null ? null : JSON.stringify(row.agent),
+          usage: JSON.stringify(row.usage),
+          error: row.error === null ? null : JSON.stringify(row.error),
+          tool_calls: JSON.stringify(row.tool_calls),
+        };
+      });
+      await trx
+        .insertInto('runs')
+        .values(values)
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            status: eb.ref('excluded.status'),
+            agent: eb.ref('excluded.agent'),
+            worker_id: eb.ref('excluded.worker_id'),
+            started_at: eb.ref('excluded.started_at'),
+            finished_at: eb.ref('excluded.finished_at'),
+            duration_ms: eb.ref('excluded.duration_ms'),
+            result_text: eb.ref('excluded.result_text'),
+            truncated: eb.ref('excluded.truncated'),
+            usage: eb.ref('excluded.usage'),
+            error: eb.ref('excluded.error'),
+            tool_calls: eb.ref('excluded.tool_calls'),
+            tool_call_count: eb.ref('excluded.tool_call_count'),
+            last_seq: eb.ref('excluded.last_seq'),
+          })),
+        )
+        .execute();
+    }
+    for (const chunk of chunks(actions, 1000)) {
+      await trx
+        .insertInto('run_actions')
+        .values(chunk.map((a) => ({ ...a, policy_reasons: JSON.stringify(a.policy_reasons) })))
+        .execute();
     }
   },
 };
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}

@@ -1,0 +1,158 @@
+import type { Selectable } from 'kysely';
+import { RUN_LIMITS } from '../../src/agent/run-limits.ts';
+import type { AgentIdentity, DomainEvent, RunErrorCode, RunUsage } from '../../src/events/catalogue/index.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { RecordedToolCall, RunActionsTable, RunStatus, RunsTable } from './runs-tables.ts';
+
+/** A runs row as the fold works on it: plain values, timestamps as ISO strings. */
+export interface RunRecord {
+  id: string;
+  workspace_id: string;
+  account_id: string;
+  key_id: string;
+  scope: 'read' | 'write' | 'admin';
+  status: RunStatus;
+  brief: string;
+  auto_apply: boolean;
+  agent: AgentIdentity | null;
+  worker_id: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_ms: number | null;
+  result_text: string;
+  truncated: boolean;
+  usage: RunUsage;
+  error: { code: RunErrorCode; message: string } | null;
+  tool_calls: RecordedToolCall[];
+  tool_call_count: number;
+  queued_seq: number;
+  last_seq: number;
+}
+
+export type RunActionRecord = Omit<Selectable<RunActionsTable>, 'policy_reasons'> & { policy_reasons: string[] };
+
+/** The run an event belongs to, for events this projection folds. */
+export function runIdOf(event: DomainEvent): string | null {
+  switch (event.type) {
+    case 'RunQueued':
+    case 'RunStarted':
+    case 'RunCanceled':
+    case 'RunSucceeded':
+    case 'RunFailed':
+    case 'ToolCalled':
+      return event.data.run_id;
+    case 'ActionProposed':
+      return event.data.run_id;
+    default:
+      return null;
+  }
+}
+
+export function toRunRecord(row: Selectable<RunsTable>): RunRecord {
+  return {
+    ...row,
+    created_at: row.created_at.toISOString(),
+    started_at: row.started_at?.toISOString() ?? null,
+    finished_at: row.finished_at?.toISOString() ?? null,
+  };
+}
+
+/**
+ * Folds a batch of events, in stream order, over the current rows of the runs they touch.
+ * Pure: the projection reads the rows once and writes the changed ones back in one
+ * statement, instead of one statement per event.
+ */
+export function foldRunEvents(rows: Map<string, RunRecord>, events: readonly StoredEvent[]): { changed: Set<string>; actions: RunActionRecord[] } {
+  const changed = new Set<string>();
+  const actions: RunActionRecord[] = [];
+  for (const { seq, event: raw } of events) {
+    const event = raw as DomainEvent;
+    const runId = runIdOf(event);
+    if (runId === null) continue;
+    if (event.type === 'RunQueued') {
+      rows.set(runId, {
+        id: runId,
+        workspace_id: event.workspace_id,
+        account_id: event.account_id!,
+        key_id: event.data.key_id,
+        scope: event.data.scope,
+        status: 'queued',
+        brief: event.data.brief,
+        auto_apply: event.data.auto_apply,
+        agent: null,
+        worker_id: null,
+        created_at: event.time,
+        started_at: null,
+        finished_at: null,
+        duration_ms: null,
+        result_text: '',
+        truncated: false,
+        usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
+        error: null,
+        tool_calls: [],
+        tool_call_count: 0,
+        queued_seq: seq,
+        last_seq: seq,
+      });
+      changed.add(runId);
+      continue;
+    }
+    const row = rows.get(runId);
+    if (!row) continue;
+    switch (event.type) {
+      case 'RunStarted':
+        Object.assign(row, { status: 'running', started_at: event.time, worker_id: event.data.worker_id, agent: event.data.agent });
+        break;
+      case 'RunCanceled':
+        Object.assign(row, { status: 'canceled', finished_at: event.time });
+        break;
+      case 'RunSucceeded':
+        Object.assign(row, {
+          status: 'succeeded',
+          finished_at: event.time,
+          duration_ms: event.data.duration_ms,
+          result_text: event.data.text,
+          truncated: event.data.truncated,
+          usage: event.data.usage,
+        });
+        break;
+      case 'RunFailed':
+        Object.assign(row, {
+          status: 'failed',
+          finished_at: event.time,
+          duration_ms: event.data.duration_ms,
+          result_text: event.data.text,
+          truncated: event.data.truncated,
+          usage: event.data.usage,
+          error: event.data.error,
+        });
+        break;
+      case 'ToolCalled':
+        // result.tool_calls keeps name, input and ok; outputs stay in the event log only.
+        if (row.tool_calls.length < RUN_LIMITS.maxRecordedToolCalls) {
+          row.tool_calls = [...row.tool_calls, { name: event.data.name, input: event.data.input, ok: event.data.ok }];
+        }
+        row.tool_call_count++;
+        break;
+      case 'ActionProposed':
+        actions.push({
+          id: event.data.action_id,
+          run_id: runId,
+          account_id: event.account_id!,
+          kind: event.data.kind,
+          summary: event.data.summary,
+          risk_tier: event.data.risk_tier,
+          disposition: event.data.disposition,
+          policy_reasons: [...event.data.policy_reasons],
+          seq,
+        });
+        break;
+      default:
+        break;
+    }
+    row.last_seq = seq;
+    changed.add(runId);
+  }
+  return { changed, actions };
+}
