@@ -1,0 +1,435 @@
+/**
+ * Example analytics consumer: per account and UTC day, how many actions a person approved
+ * (ActionApproved) and how many were auto-applied (ActionProposed with disposition
+ * "auto_applied"). See README.md beside this file and docs/consumers.md.
+ *
+ * How it stays exact across crashes and restarts:
+ *
+ * - A durable JetStream pull consumer, filter `<prefix>.v1.*.*.action.*`, ack explicit,
+ *   `max_ack_pending: 1`: the server hands out the next message only once the previous one
+ *   is acked, so messages arrive in stream order, redeliveries included.
+ * - Each counted event updates the counts AND the checkpoint (its stream sequence) in one
+ *   Postgres transaction; the message is acked only after COMMIT.
+ * - A message at or below the checkpoint was already counted (the process died between
+ *   COMMIT and ack, or an ack was lost): it is acked and skipped.
+ *
+ * Run it: `tsx examples/analytics-consumer/approvals-per-day.ts` (configuration by env).
+ */
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import pg from 'pg';
+import { fileURLToPath } from 'node:url';
+import { realpathSync } from 'node:fs';
+
+export interface ApprovalsPerDayOptions {
+  readonly natsUrl: string;
+  readonly databaseUrl: string;
+  /** The event stream (EVENT_STREAM). */
+  readonly stream: string;
+  /** EVENT_SUBJECT_PREFIX. */
+  readonly subjectPrefix: string;
+  /** Postgres schema of this consumer's own tables (created when missing). */
+  readonly schema: string;
+  /** Durable consumer name; also the checkpoint's key. */
+  readonly durableName?: string;
+  /** How long the server waits for an ack before redelivering. Default 30 s. */
+  readonly ackWaitMs?: number;
+  /** Messages per pull request. Default 64. */
+  readonly batchSize?: number;
+  /** Pause after a failed message before it is retried. Default 1 s. */
+  readonly retryDelayMs?: number;
+  /** Called after COMMIT and before the ack of each counted event (tests crash here). */
+  readonly afterCommit?: (committed: CommittedEvent) => void | Promise<void>;
+  readonly log?: (line: string) => void;
+}
+
+export interface CommittedEvent {
+  readonly seq: number;
+  readonly type: string;
+  readonly accountId: string;
+  readonly day: string;
+}
+
+export interface DayCount {
+  readonly workspace_id: string;
+  readonly account_id: string;
+  /** UTC day, YYYY-MM-DD. */
+  readonly day: string;
+  readonly approved: number;
+  readonly auto_applied: number;
+}
+
+export interface ConsumerStats {
+  /** Events counted (committed) by this instance. */
+  readonly counted: number;
+  /** Events at or below the checkpoint, acked without counting again. */
+  readonly skipped: number;
+  /** Action events that count nothing (rejected, applied, ...), acked at once. */
+  readonly ignored: number;
+  readonly failures: number;
+  readonly lastError: string | null;
+}
+
+/** The action events this consumer reads, by type; any other type is ignored. */
+const COUNTED_TYPES = new Set(['ActionApproved', 'ActionProposed']);
+const TYPE_HEADER = 'Ads-Event-Type';
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/i;
+
+/** A version of a counted type this consumer was not written for: stop and upgrade rather than guess. */
+export class UnsupportedEventVersionError extends Error {
+  constructor(readonly type: string, readonly version: number, readonly seq: number) {
+    super(`${type} v${version} at stream sequence ${seq} is not understood by this consumer; upgrade it`);
+    this.name = 'UnsupportedEventVersionError';
+  }
+}
+
+interface ActionEvent {
+  readonly type: string;
+  readonly version: number;
+  readonly time: string;
+  readonly workspace_id: string;
+  readonly account_id: string | null;
+  readonly data: Record<string, unknown>;
+}
+
+/** What an event adds to its account's day, or null when it adds nothing. */
+export function countOf(event: ActionEvent, seq: number): { approved: number; autoApplied: number } | null {
+  switch (event.type) {
+    case 'ActionApproved':
+      // The fact is the type itself; no field of data is read, so any version counts.
+      return { approved: 1, autoApplied: 0 };
+    case 'ActionProposed':
+      if (event.version !== 1) throw new UnsupportedEventVersionError(event.type, event.version, seq);
+      return event.data.disposition === 'auto_applied' ? { approved: 0, autoApplied: 1 } : null;
+    default:
+      return null;
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class ApprovalsPerDayConsumer {
+  readonly durableName: string;
+  readonly filterSubject: string;
+  private readonly table: string;
+  private readonly checkpointTable: string;
+  private nc: NatsConnection | null = null;
+  private db: pg.Client | null = null;
+  private loop: Promise<void> | null = null;
+  private batch: ConsumerMessages | null = null;
+  private stopping = false;
+  private migrated = false;
+  private killed = false;
+  private stats = { counted: 0, skipped: 0, ignored: 0, failures: 0, lastError: null as string | null };
+
+  constructor(private readonly options: ApprovalsPerDayOptions) {
+    if (!IDENTIFIER.test(options.schema)) throw new Error(`schema must be a plain SQL identifier, got '${options.schema}'`);
+    this.durableName = options.durableName ?? 'analytics-approvals-per-day';
+    this.filterSubject = `${options.subjectPrefix}.v1.*.*.action.*`;
+    this.table = `"${options.schema}".approvals_per_day`;
+    this.checkpointTable = `"${options.schema}".consumer_checkpoint`;
+  }
+
+  /** Reads the configuration from the environment (README.md lists the variables). */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, extra: Partial<ApprovalsPerDayOptions> = {}): ApprovalsPerDayConsumer {
+    return new ApprovalsPerDayConsumer({
+      natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/adsagent',
+      stream: env.EVENT_STREAM ?? 'ADS_EVENTS',
+      subjectPrefix: env.EVENT_SUBJECT_PREFIX ?? 'ads',
+      schema: env.ANALYTICS_SCHEMA ?? 'analytics',
+      durableName: env.ANALYTICS_CONSUMER ?? undefined,
+      ...(env.ANALYTICS_ACK_WAIT_MS ? { ackWaitMs: Number(env.ANALYTICS_ACK_WAIT_MS) } : {}),
+      ...extra,
+    });
+  }
+
+  get running(): boolean {
+    return this.loop !== null;
+  }
+
+  getStats(): ConsumerStats {
+    return { ...this.stats };
+  }
+
+  /**
+   * Connects, creates the tables and the durable consumer when missing, and starts
+   * consuming in the background. Resolves once consuming has started.
+   */
+  async start(): Promise<void> {
+    if (this.loop) throw new Error('already started');
+    this.stopping = false;
+    this.killed = false;
+    const db = new pg.Client({ connectionString: this.options.databaseUrl });
+    await db.connect();
+    let checkpoint: number;
+    try {
+      await this.migrate(db);
+      // One instance at a time: skipping by checkpoint is exact only when delivery is in order.
+      // A second copy waits here (a hot standby) until the first one's session ends.
+      await db.query('SELECT pg_advisory_lock(hashtext($1))', [`${this.options.schema}.${this.durableName}`]);
+      checkpoint = await this.readCheckpoint(db);
+      const nc = await connect({ servers: this.options.natsUrl.split(',').map((s) => s.trim()), name: this.durableName });
+      try {
+        await this.ensureConsumer(nc, checkpoint);
+      } catch (error) {
+        await nc.close();
+        throw error;
+      }
+      this.nc = nc;
+    } catch (error) {
+      await db.end().catch(() => undefined);
+      throw error;
+    }
+    this.db = db;
+    this.log(`consuming ${this.filterSubject} from ${this.options.stream} as ${this.durableName}, checkpoint ${checkpoint}`);
+    this.loop = this.run().finally(() => {
+      this.loop = null;
+    });
+  }
+
+  /** Finishes the message in hand (commit and ack), then disconnects. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.batch?.stop();
+    await this.loop;
+    await this.disconnect(true);
+  }
+
+  /**
+   * Simulates a crash: drops both connections at once, without acking anything in hand.
+   * Safe to call from `afterCommit`, which is how the tests crash between COMMIT and ack.
+   */
+  async kill(): Promise<void> {
+    this.killed = true;
+    this.stopping = true;
+    await this.disconnect(false);
+  }
+
+  /** The counts, by day then account. */
+  async counts(): Promise<DayCount[]> {
+    return this.withClient(async (db) => {
+      const { rows } = await db.query(
+        `SELECT workspace_id, account_id, to_char(day, 'YYYY-MM-DD') AS day, approved, auto_applied
+           FROM ${this.table} ORDER BY day, account_id`,
+      );
+      return rows.map((r) => ({ ...r, approved: Number(r.approved), auto_applied: Number(r.auto_applied) }));
+    });
+  }
+
+  /** Stream sequence of the last counted event (0 before the first). */
+  async checkpoint(): Promise<number> {
+    return this.withClient((db) => this.readCheckpoint(db));
+  }
+
+  private async withClient<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
+    // A separate connection: the consumer's own one may be inside a transaction.
+    const db = new pg.Client({ connectionString: this.options.databaseUrl });
+    await db.connect();
+    try {
+      await this.migrate(db);
+      return await work(db);
+    } finally {
+      await db.end();
+    }
+  }
+
+  private async migrate(db: pg.Client): Promise<void> {
+    if (this.migrated) return;
+    await db.query(`CREATE SCHEMA IF NOT EXISTS "${this.options.schema}"`).catch(ignoreConcurrentCreate);
+    await db
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${this.table} (
+           workspace_id text NOT NULL,
+           account_id text NOT NULL,
+           day date NOT NULL,
+           approved integer NOT NULL DEFAULT 0,
+           auto_applied integer NOT NULL DEFAULT 0,
+           PRIMARY KEY (account_id, day))`,
+      )
+      .catch(ignoreConcurrentCreate);
+    await db
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${this.checkpointTable} (
+           consumer text PRIMARY KEY,
+           last_seq bigint NOT NULL,
+           updated_at timestamptz NOT NULL DEFAULT now())`,
+      )
+      .catch(ignoreConcurrentCreate);
+    await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, [this.durableName]);
+    this.migrated = true;
+  }
+
+  private async readCheckpoint(db: pg.Client): Promise<number> {
+    const { rows } = await db.query(`SELECT last_seq FROM ${this.checkpointTable} WHERE consumer = $1`, [this.durableName]);
+    return rows.length === 0 ? 0 : Number(rows[0].last_seq);
+  }
+
+  /**
+   * Creates the durable consumer, or brings it to this configuration. When it does not
+   * exist (first start, or deleted), it starts right after the checkpoint: Postgres, not
+   * the consumer, is the source of truth for what has been counted.
+   */
+  private async ensureConsumer(nc: NatsConnection, checkpoint: number): Promise<void> {
+    const jsm = await jetstreamManager(nc);
+    const ackWait = (this.options.ackWaitMs ?? 30_000) * 1_000_000;
+    try {
+      const info = await jsm.consumers.info(this.options.stream, this.durableName);
+      if (info.config.filter_subject !== this.filterSubject) {
+        throw new Error(
+          `consumer ${this.durableName} filters ${info.config.filter_subject}, not ${this.filterSubject}; delete it (nats consumer rm ${this.options.stream} ${this.durableName}) to recreate it from the checkpoint`,
+        );
+      }
+      if (info.config.ack_wait !== ackWait || info.config.max_ack_pending !== 1) {
+        await jsm.consumers.update(this.options.stream, this.durableName, { ack_wait: ackWait, max_ack_pending: 1 });
+      }
+    } catch (error) {
+      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
+      await jsm.consumers.add(this.options.stream, {
+        durable_name: this.durableName,
+        description: 'examples/analytics-consumer: approvals and auto-applies per account per UTC day',
+        filter_subject: this.filterSubject,
+        ack_policy: AckPolicy.Explicit,
+        ack_wait: ackWait,
+        max_ack_pending: 1,
+        max_deliver: -1,
+        ...(checkpoint > 0 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: checkpoint + 1 } : { deliver_policy: DeliverPolicy.All }),
+      });
+    }
+  }
+
+  private async run(): Promise<void> {
+    const consumer = await jetstream(this.nc!).consumers.get(this.options.stream, this.durableName);
+    while (!this.stopping) {
+      let failed = false;
+      try {
+        const batch = await consumer.fetch({ max_messages: this.options.batchSize ?? 64, expires: 1000 });
+        this.batch = batch;
+        if (this.stopping) batch.stop();
+        for await (const message of batch) {
+          if (this.killed) return;
+          try {
+            await this.handle(message);
+          } catch (error) {
+            if (this.killed) return;
+            failed = true;
+            this.stats.failures++;
+            this.stats.lastError = error instanceof Error ? error.message : String(error);
+            this.log(`stream sequence ${message.seq} failed, retrying in a moment: ${this.stats.lastError}`);
+            await this.db!.query('ROLLBACK').catch(() => undefined);
+            // Stop pulling first, so the redelivery waits for the next fetch (after the pause).
+            batch.stop();
+            message.nak();
+          }
+          if (this.stopping) batch.stop();
+        }
+      } catch (error) {
+        if (this.killed || this.stopping) return;
+        failed = true;
+        this.stats.lastError = error instanceof Error ? error.message : String(error);
+        this.log(`fetch failed: ${this.stats.lastError}`);
+      } finally {
+        this.batch = null;
+      }
+      if (failed && !this.stopping) await sleep(this.options.retryDelayMs ?? 1000);
+    }
+  }
+
+  private async handle(message: JsMsg): Promise<void> {
+    const seq = message.seq;
+    const type = message.headers?.get(TYPE_HEADER) || (message.json<ActionEvent>().type ?? '');
+    if (!COUNTED_TYPES.has(type)) {
+      // Unknown and uninteresting types are acked without touching the database.
+      this.stats.ignored++;
+      message.ack();
+      return;
+    }
+    const event = message.json<ActionEvent>();
+    const count = countOf(event, seq);
+    if (count === null) {
+      this.stats.ignored++;
+      message.ack();
+      return;
+    }
+    const db = this.db!;
+    const day = event.time.slice(0, 10); // `time` is ISO-8601 UTC
+    const accountId = event.account_id ?? '_';
+    await db.query('BEGIN');
+    const checkpoint = await db.query(`SELECT last_seq FROM ${this.checkpointTable} WHERE consumer = $1 FOR UPDATE`, [this.durableName]);
+    if (Number(checkpoint.rows[0].last_seq) >= seq) {
+      await db.query('ROLLBACK');
+      this.stats.skipped++;
+      message.ack();
+      return;
+    }
+    await db.query(
+      `INSERT INTO ${this.table} AS t (workspace_id, account_id, day, approved, auto_applied) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (account_id, day) DO UPDATE
+         SET approved = t.approved + EXCLUDED.approved, auto_applied = t.auto_applied + EXCLUDED.auto_applied`,
+      [event.workspace_id, accountId, day, count.approved, count.autoApplied],
+    );
+    await db.query(`UPDATE ${this.checkpointTable} SET last_seq = $2, updated_at = now() WHERE consumer = $1`, [this.durableName, seq]);
+    await db.query('COMMIT');
+    this.stats.counted++;
+    await this.options.afterCommit?.({ seq, type, accountId, day });
+    if (this.killed) return; // crashed after COMMIT: the ack is never sent
+    message.ack();
+  }
+
+  private async disconnect(graceful: boolean): Promise<void> {
+    const nc = this.nc;
+    const db = this.db;
+    this.nc = null;
+    this.db = null;
+    if (nc) await (graceful ? nc.drain() : nc.close()).catch(() => undefined);
+    if (db) await db.end().catch(() => undefined);
+  }
+
+  private log(line: string): void {
+    (this.options.log ?? (() => undefined))(line);
+  }
+}
+
+/** Two processes creating the same schema or table at once: the loser's error is harmless. */
+function ignoreConcurrentCreate(error: unknown): void {
+  const code = (error as { code?: string }).code;
+  if (code !== '23505' && code !== '42P06' && code !== '42P07') throw error;
+}
+
+/** The counts as a fixed-width text table. */
+export function formatCounts(rows: readonly DayCount[]): string {
+  const header = ['day', 'account_id', 'approved', 'auto_applied'];
+  const body = rows.map((r) => [r.day, r.account_id, String(r.approved), String(r.auto_applied)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i >= 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const consumer = ApprovalsPerDayConsumer.fromEnv(process.env, { log: (line) => console.error(`[approvals-per-day] ${line}`) });
+  await consumer.start();
+  const intervalMs = Number(process.env.PRINT_INTERVAL_MS ?? 10_000);
+  const print = async () => {
+    const stats = consumer.getStats();
+    console.log(`\n${new Date().toISOString()}  checkpoint ${await consumer.checkpoint()}  counted ${stats.counted}, skipped ${stats.skipped}, ignored ${stats.ignored}`);
+    console.log(formatCounts(await consumer.counts()));
+  };
+  await print();
+  const timer = setInterval(() => void print().catch((error) => console.error(error)), intervalMs);
+  const shutdown = async () => {
+    clearInterval(timer);
+    await consumer.stop();
+    await print().catch(() => undefined);
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
+}
+
+const entry = process.argv[1];
+if (entry && realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url))) {
+  main().catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,251 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import {
+  ApprovalsPerDayConsumer,
+  formatCounts,
+  type CommittedEvent,
+  type DayCount,
+} from '../../examples/analytics-consumer/approvals-per-day.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+
+interface Totals {
+  approved: number;
+  auto_applied: number;
+}
+
+/**
+ * examples/analytics-consumer against a real service: actions are created through the HTTP
+ * API, counted by the example's durable consumer, and the counts stay exact across a
+ * graceful stop mid-stream and a crash between COMMIT and ack.
+ */
+describe('examples/analytics-consumer: approvals per day', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+  let accounts: string[];
+  const campaignOf = new Map<string, { id: string; targetCpa: number }>();
+  const expected = new Map<string, Totals>();
+  const consumers: ApprovalsPerDayConsumer[] = [];
+  let schema: string;
+  /** What the running consumer does after each COMMIT; each phase sets its own. */
+  let afterCommit: ((event: CommittedEvent) => void | Promise<void>) | undefined;
+
+  before(async () => {
+    // No apply worker: targets never move, so every relative change below stays as computed.
+    svc = await startTestService('analytics', { ROLES: 'http,projectors' });
+    schema = `${svc.config.databaseSchema}_analytics`;
+    tenant = await svc.tenant('analytics');
+    accounts = [tenant.accounts.sandbox, tenant.accounts.sandbox2];
+    for (const account of accounts) {
+      const listed = await call('GET', `/api/v1/accounts/${account}/campaigns`, tenant.keys.read);
+      expect(listed.status, JSON.stringify(listed.body)).to.equal(200);
+      const campaign = (listed.body.data as any[]).find(
+        (c) =>
+          c.status === 'enabled' &&
+          c.bidding_strategy.type === 'maximize_conversions' &&
+          c.bidding_strategy.target_cpa !== null &&
+          c.bidding_strategy.portfolio === null,
+      );
+      if (!campaign) throw new Error(`account ${account} has no target-CPA campaign`);
+      campaignOf.set(account, { id: campaign.id, targetCpa: campaign.bidding_strategy.target_cpa });
+      expected.set(account, { approved: 0, auto_applied: 0 });
+    }
+  });
+
+  after(async () => {
+    for (const consumer of consumers) await consumer.kill().catch(() => undefined);
+    if (!svc) return;
+    await svc.stop();
+    const client = new pg.Client({ connectionString: svc.config.databaseUrl });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  });
+
+  async function call(method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const response = await svc.request(method, path, { key, body });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+  }
+
+  async function proposeTarget(account: string, factor: number, autoApply: boolean): Promise<any> {
+    const campaign = campaignOf.get(account)!;
+    const target = Math.round(campaign.targetCpa * factor * 100) / 100;
+    const result = await call('POST', `/api/v1/accounts/${account}/campaigns/${campaign.id}/target`, tenant.keys.write, {
+      target_cpa: target,
+      reason: 'analytics example test',
+      auto_apply: autoApply,
+    });
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    return result.body;
+  }
+
+  /** A ≤10 % change with auto_apply: safe tier, auto-applied. */
+  async function autoApplied(account: string): Promise<void> {
+    const action = await proposeTarget(account, 1.05, true);
+    expect(action.disposition, JSON.stringify(action)).to.equal('auto_applied');
+    expected.get(account)!.auto_applied++;
+  }
+
+  /** A 30 % change: review tier, queued; then a person approves it. */
+  async function approved(account: string): Promise<void> {
+    const action = await proposeTarget(account, 1.3, true);
+    expect(action.disposition, JSON.stringify(action)).to.equal('queued');
+    const result = await call('POST', `/api/v1/accounts/${account}/approvals/${action.id}/approve`, tenant.keys.write, { note: 'ok' });
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    expected.get(account)!.approved++;
+  }
+
+  /** Action events that count nothing: queued then rejected, and queued and left alone. */
+  async function noise(account: string): Promise<void> {
+    const rejected = await proposeTarget(account, 1.3, false);
+    const result = await call('POST', `/api/v1/accounts/${account}/approvals/${rejected.id}/reject`, tenant.keys.write, { reason: 'no' });
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    const queued = await proposeTarget(account, 1.05, false);
+    expect(queued.disposition).to.equal('queued');
+  }
+
+  function newConsumer(): ApprovalsPerDayConsumer {
+    const consumer = new ApprovalsPerDayConsumer({
+      natsUrl: svc.config.natsUrl,
+      databaseUrl: svc.config.databaseUrl,
+      stream: svc.config.eventStream,
+      subjectPrefix: svc.config.subjectPrefix,
+      schema,
+      ackWaitMs: 2000,
+      retryDelayMs: 100,
+      afterCommit: (event) => afterCommit?.(event),
+    });
+    consumers.push(consumer);
+    return consumer;
+  }
+
+  /** Counts summed over days, per account (a test running across UTC midnight still adds up). */
+  function totals(rows: readonly DayCount[]): Map<string, Totals> {
+    const sums = new Map<string, Totals>();
+    for (const row of rows) {
+      const sum = sums.get(row.account_id) ?? { approved: 0, auto_applied: 0 };
+      sum.approved += row.approved;
+      sum.auto_applied += row.auto_applied;
+      sums.set(row.account_id, sum);
+    }
+    return sums;
+  }
+
+  const grandTotal = (map: Map<string, Totals>) => [...map.values()].reduce((n, t) => n + t.approved + t.auto_applied, 0);
+
+  /** The stream sequence of the last event the consumer counts, read from the log itself. */
+  async function lastCountedSeq(): Promise<number> {
+    let last = 0;
+    const filter = `${svc.config.subjectPrefix}.v1.*.*.action.*`;
+    for await (const { seq, event } of svc.service.infrastructure.store.readFiltered(filter, 1)) {
+      const data = event.data as { disposition?: string };
+      if (event.type === 'ActionApproved' || (event.type === 'ActionProposed' && data.disposition === 'auto_applied')) last = seq;
+    }
+    return last;
+  }
+
+  /** Counts equal the expectation, and still do once the consumer has nothing pending. */
+  async function expectExactCounts(consumer: ApprovalsPerDayConsumer): Promise<void> {
+    await eventually(async () => expect(totals(await consumer.counts())).to.deep.equal(expected), 20_000, 100);
+    const { jsm } = svc.service.infrastructure;
+    await eventually(async () => {
+      const info = await jsm.consumers.info(svc.config.eventStream, consumer.durableName);
+      expect(info.num_pending, 'messages not yet delivered').to.equal(0);
+      expect(info.num_ack_pending, 'messages not yet acked').to.equal(0);
+    }, 20_000, 100);
+    const rows = await consumer.counts();
+    expect(totals(rows), formatCounts(rows)).to.deep.equal(expected);
+    expect(await consumer.checkpoint()).to.equal(await lastCountedSeq());
+    for (const row of rows) {
+      expect(row.workspace_id).to.equal(tenant.workspaceId);
+      expect(row.day).to.match(/^\d{4}-\d{2}-\d{2}$/);
+    }
+  }
+
+  it('counts approved and auto-applied actions per account per UTC day', async () => {
+    const [a, b] = accounts as [string, string];
+    await autoApplied(a);
+    await autoApplied(a);
+    await approved(a);
+    await noise(a);
+    await autoApplied(b);
+    await approved(b);
+    await approved(b);
+    const consumer = newConsumer();
+    await consumer.start();
+    await expectExactCounts(consumer);
+    expect(totals(await consumer.counts()).get(a)).to.deep.equal({ approved: 1, auto_applied: 2 });
+    expect(totals(await consumer.counts()).get(b)).to.deep.equal({ approved: 2, auto_applied: 1 });
+    const stats = consumer.getStats();
+    expect(stats.counted).to.equal(6);
+    expect(stats.ignored).to.be.greaterThan(0);
+    expect(stats.skipped).to.equal(0);
+  });
+
+  it('resumes after a stop mid-stream without counting anything twice', async () => {
+    const [a, b] = accounts as [string, string];
+    const running = consumers.at(-1)!;
+    const before = grandTotal(totals(await running.counts()));
+    let commits = 0;
+    let stopped: Promise<void> | undefined;
+    let stoppedAtSeq = 0;
+    afterCommit = (event) => {
+      if (++commits === 2) {
+        stoppedAtSeq = event.seq;
+        stopped = running.stop(); // not awaited here: stop() waits for this very message to be acked
+      }
+    };
+    await autoApplied(a);
+    await approved(b);
+    await autoApplied(b);
+    await approved(a);
+    await autoApplied(a);
+    await eventually(() => expect(stopped).to.not.equal(undefined), 20_000, 20);
+    await stopped;
+    afterCommit = undefined;
+    // Stopped mid-way: exactly the two events before the stop were counted.
+    expect(running.running).to.equal(false);
+    expect(grandTotal(totals(await running.counts()))).to.equal(before + 2);
+    expect(await running.checkpoint()).to.equal(stoppedAtSeq);
+
+    // More events while it is down, then a new process resumes.
+    await approved(a);
+    await autoApplied(b);
+    await noise(b);
+    const resumed = newConsumer();
+    await resumed.start();
+    await expectExactCounts(resumed);
+    expect(resumed.getStats().counted).to.equal(5);
+  });
+
+  it('stays exact after a crash between COMMIT and ack (the redelivery is skipped)', async () => {
+    const [a, b] = accounts as [string, string];
+    const running = consumers.at(-1)!;
+    const before = grandTotal(totals(await running.counts()));
+    let crashed: (seq: number) => void;
+    const crashedAt = new Promise<number>((resolve) => (crashed = resolve));
+    afterCommit = async (event) => {
+      afterCommit = undefined;
+      await running.kill(); // the process is gone: COMMIT happened, the ack never will
+      crashed(event.seq);
+    };
+    await approved(a);
+    await autoApplied(b);
+    await autoApplied(a);
+    const seq = await crashedAt;
+    expect(grandTotal(totals(await running.counts()))).to.equal(before + 1);
+    expect(await running.checkpoint()).to.equal(seq);
+    const info = await svc.service.infrastructure.jsm.consumers.info(svc.config.eventStream, running.durableName);
+    expect(info.num_ack_pending, 'the committed event is still unacked').to.equal(1);
+
+    const restarted = newConsumer();
+    await restarted.start();
+    await expectExactCounts(restarted);
+    const stats = restarted.getStats();
+    expect(stats.skipped, 'the redelivered, already counted event').to.equal(1);
+    expect(stats.counted).to.equal(2);
+    await restarted.stop();
+  });
+});
