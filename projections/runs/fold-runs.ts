@@ -1,34 +1,15 @@
 import type { Selectable } from 'kysely';
 import { RUN_LIMITS } from '../../src/agent/run-limits.ts';
-import type { AgentIdentity, DomainEvent, RunErrorCode, RunUsage } from '../../src/events/catalogue/index.ts';
+import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
-import type { RecordedToolCall, RunActionsTable, RunStatus, RunsTable } from './runs-tables.ts';
+import type { RunActionsTable, RunsTable } from './runs-tables.ts';
 
-/** A runs row as the fold works on it: plain values, timestamps as ISO strings. */
-export interface RunRecord {
-  id: string;
-  workspace_id: string;
-  account_id: string;
-  key_id: string;
-  scope: 'read' | 'write' | 'admin';
-  status: RunStatus;
-  brief: string;
-  auto_apply: boolean;
-  agent: AgentIdentity | null;
-  worker_id: string | null;
+/** A runs row as the fold works on it: timestamps as ISO strings, JSON columns as values. */
+export type RunRecord = Omit<Selectable<RunsTable>, 'created_at' | 'started_at' | 'finished_at'> & {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
-  duration_ms: number | null;
-  result_text: string;
-  truncated: boolean;
-  usage: RunUsage;
-  error: { code: RunErrorCode; message: string } | null;
-  tool_calls: RecordedToolCall[];
-  tool_call_count: number;
-  queued_seq: number;
-  last_seq: number;
-}
+};
 
 export type RunActionRecord = Omit<Selectable<RunActionsTable>, 'policy_reasons'> & { policy_reasons: string[] };
 

@@ -1,4 +1,5 @@
-import type { RunErrorCode, RunUsage, ToolCalledData } from '../events/catalogue/index.ts';
+import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
+import type { ToolCalledData } from '../events/catalogue/index.ts';
 import { isProblemError } from '../errors/problem-error.ts';
 import type { ActionDraft } from '../policy/action-draft.ts';
 import type { ActionRepresentation } from '../policy/proposal-service.ts';
@@ -28,16 +29,8 @@ export interface AgentRunDependencies {
   readonly now: () => Date;
 }
 
-export type AgentOutcome =
-  | { readonly kind: 'succeeded'; readonly text: string; readonly truncated: boolean; readonly usage: RunUsage }
-  | {
-      readonly kind: 'failed';
-      readonly code: RunErrorCode;
-      readonly message: string;
-      readonly text: string;
-      readonly truncated: boolean;
-      readonly usage: RunUsage;
-    };
+/** How the agent ended; the worker adds the run's duration to make it a RunOutcome. */
+export type AgentOutcome = RunOutcome extends infer O ? (O extends RunOutcome ? Omit<O, 'durationMs'> : never) : never;
 
 class RunTimedOut extends Error {}
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { revokeKey } from '../../src/operator/operator-commands.ts';
 import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server.ts';
+import { startAgentWorker } from '../support/agent-worker.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -130,27 +131,7 @@ describe('a key revoked while its run is queued', function () {
     const tenant = await svc.tenant();
     const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Find waste');
     await revokeKey(svc.service.infrastructure, tenant.keyIds.write);
-    const { AgentWorker } = await import('../../src/workers/agent-worker.ts');
-    const { RulesModel } = await import('../../src/agent/model/rules/rules-model.ts');
-    const { createPlatform } = await import('../../src/platform/create-platform.ts');
-    const { ProposalService } = await import('../../src/policy/proposal-service.ts');
-    const { createLogger } = await import('../../src/log/logger.ts');
-    const infra = svc.service.infrastructure;
-    const worker = new AgentWorker({
-      infrastructure: infra,
-      executor: {
-        platform: createPlatform(infra.database.db),
-        proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl),
-        model: new RulesModel(),
-        wallClockMs: 10_000,
-        modelBudgetMs: 10_000,
-      },
-      concurrency: 1,
-      logger: createLogger('silent'),
-      shutdownGraceMs: 1000,
-      ackWaitMs: 5000,
-    });
-    await worker.start();
+    const worker = await startAgentWorker(svc);
     try {
       const run = await waitForTerminalRun(svc, tenant.keys.admin, runId);
       expect(run.status).to.equal('failed');

@@ -1,10 +1,7 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { RulesModel } from '../../src/agent/model/rules/rules-model.ts';
-import { createLogger } from '../../src/log/logger.ts';
-import { createPlatform } from '../../src/platform/create-platform.ts';
-import { ProposalService } from '../../src/policy/proposal-service.ts';
-import { AgentWorker } from '../../src/workers/agent-worker.ts';
+import type { AgentWorker } from '../../src/workers/agent-worker.ts';
+import { startAgentWorker } from '../support/agent-worker.ts';
 import { eventually } from '../support/eventually.ts';
 import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
@@ -64,22 +61,7 @@ describe('an agent worker killed in the middle of a run', function () {
     expect(running.status).to.equal('running');
     child.kill('SIGKILL');
 
-    const infra = svc.service.infrastructure;
-    rescuer = new AgentWorker({
-      infrastructure: infra,
-      executor: {
-        platform: createPlatform(infra.database.db),
-        proposals: new ProposalService(infra.writeModel, config.publicBaseUrl),
-        model: new RulesModel(),
-        wallClockMs: 10_000,
-        modelBudgetMs: 10_000,
-      },
-      concurrency: 1,
-      logger: createLogger('silent'),
-      shutdownGraceMs: 1000,
-      ackWaitMs: 2000,
-    });
-    await rescuer.start();
+    rescuer = await startAgentWorker(svc, { ackWaitMs: 2000 });
 
     const run = await waitForTerminalRun(svc, tenant.keys.write, runId, 30_000);
     expect(run.status).to.equal('failed');

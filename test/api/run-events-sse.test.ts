@@ -1,9 +1,6 @@
 import { expect } from 'chai';
-import { RulesModel } from '../../src/agent/model/rules/rules-model.ts';
-import { createLogger } from '../../src/log/logger.ts';
-import { createPlatform } from '../../src/platform/create-platform.ts';
-import { ProposalService } from '../../src/policy/proposal-service.ts';
-import { AgentWorker } from '../../src/workers/agent-worker.ts';
+import type { AgentWorker } from '../../src/workers/agent-worker.ts';
+import { startAgentWorker } from '../support/agent-worker.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -38,21 +35,6 @@ describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
     svc = await startTestService('runevents', { ROLES: 'http,projectors' });
     tenant = await svc.tenant();
     runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Find wasted spend and propose negative keywords');
-    const infra = svc.service.infrastructure;
-    worker = new AgentWorker({
-      infrastructure: infra,
-      executor: {
-        platform: createPlatform(infra.database.db),
-        proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl),
-        model: new RulesModel(),
-        wallClockMs: 20_000,
-        modelBudgetMs: 20_000,
-      },
-      concurrency: 1,
-      logger: createLogger('silent'),
-      shutdownGraceMs: 1000,
-      ackWaitMs: 5000,
-    });
   });
   after(async () => {
     await worker?.stop();
@@ -66,7 +48,7 @@ describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
     expect(response.status).to.equal(200);
     expect(response.headers.get('content-type')).to.match(/^text\/event-stream/);
     const reading = readEvents(response);
-    await worker.start();
+    worker = await startAgentWorker(svc);
     live = await reading;
     const run = await waitForTerminalRun(svc, tenant.keys.write, runId);
     const names = live.map((e) => e.event);
