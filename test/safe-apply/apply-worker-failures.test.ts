@@ -1,0 +1,144 @@
+import { expect } from 'chai';
+import { createLogger } from '../../src/log/logger.ts';
+import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../../src/platform/ads-platform.ts';
+import { createPlatform } from '../../src/platform/create-platform.ts';
+import { ApplyWorker } from '../../src/workers/apply-worker.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForStatus } from './helpers.ts';
+
+/**
+ * The real sandbox platform behind a decorator that makes applyChange fail a set number of
+ * times (a platform outage) and counts the calls that reached the platform.
+ */
+class FlakyPlatform implements AdsPlatform {
+  applied = 0;
+  constructor(
+    private readonly inner: AdsPlatform,
+    private failuresLeft: number,
+  ) {}
+  accountSummary = (a: PlatformAccountRef) => this.inner.accountSummary(a);
+  listCampaigns = (a: PlatformAccountRef) => this.inner.listCampaigns(a);
+  getCampaign = (a: PlatformAccountRef, id: string) => this.inner.getCampaign(a, id);
+  campaignPerformance: AdsPlatform['campaignPerformance'] = (...args) => this.inner.campaignPerformance(...args);
+  listKeywords: AdsPlatform['listKeywords'] = (...args) => this.inner.listKeywords(...args);
+  searchTerms: AdsPlatform['searchTerms'] = (...args) => this.inner.searchTerms(...args);
+  listNegativeKeywords: AdsPlatform['listNegativeKeywords'] = (...args) => this.inner.listNegativeKeywords(...args);
+  async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
+    if (this.failuresLeft > 0) {
+      this.failuresLeft--;
+      throw new Error('platform unavailable (503)');
+    }
+    this.applied++;
+    await this.inner.applyChange(account, change);
+  }
+}
+
+describe('apply worker: platform failures and competing workers', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+  const workers: ApplyWorker[] = [];
+
+  before(async () => {
+    // No apply worker in the service: each test brings its own.
+    svc = await startTestService('applyfailures', { ROLES: 'http,projectors' });
+    tenant = await svc.tenant();
+  });
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+  });
+  after(async () => svc?.stop());
+
+  const startWorker = async (platform: AdsPlatform) => {
+    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20 });
+    await worker.start();
+    workers.push(worker);
+    return worker;
+  };
+  const historyOf = async (accountId: string, actionId: string) => {
+    const page = await api(svc, 'GET', `/api/v1/accounts/${accountId}/history?limit=500`, { key: tenant.keys.read });
+    return (page.body.data as { type: string; aggregate: { id: string }; data: any }[]).filter((e) => e.aggregate.id === actionId);
+  };
+
+  it('records each failed platform call, retries with backoff, and applies once the platform is back', async () => {
+    const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+    const target = cents(cpa.bidding_strategy.target_cpa! * 1.05);
+    const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, cpa.id, { target_cpa: target, auto_apply: true });
+    expect(action.disposition).to.equal('auto_applied');
+    const platform = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 2);
+    await startWorker(platform);
+    await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied');
+    const events = await historyOf(tenant.accounts.sandbox, action.id);
+    expect(events.map((e) => e.type)).to.deep.equal([
+      'ActionProposed',
+      'ActionApplyStarted',
+      'ActionApplyFailed',
+      'ActionApplyStarted',
+      'ActionApplyFailed',
+      'ActionApplyStarted',
+      'ActionApplied',
+    ]);
+    expect(events.filter((e) => e.type === 'ActionApplyFailed').map((e) => [e.data.attempt, e.data.will_retry])).to.deep.equal([
+      [1, true],
+      [2, true],
+    ]);
+    expect(platform.applied).to.equal(1);
+    expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa).to.equal(target);
+  });
+
+  it('returns the action to the queue after 5 failed attempts, never losing it', async () => {
+    const { roas } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+    const before = roas.bidding_strategy.target_roas_pct!;
+    const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, roas.id, { target_roas_pct: Math.round(before * 1.3), reason: 'grow' });
+    const approved = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write });
+    expect(approved.status).to.equal(200);
+    await startWorker(new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 1000));
+    const returned = await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'returned', 30_000);
+    expect(returned.status_reason).to.include('the platform kept failing');
+    const failed = (await historyOf(tenant.accounts.sandbox, action.id)).filter((e) => e.type === 'ActionApplyFailed');
+    expect(failed.map((e) => e.data.will_retry)).to.deep.equal([true, true, true, true, false]);
+    expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, roas.id)).bidding_strategy.target_roas_pct).to.equal(before);
+    // Back in the queue, it can be approved again.
+    const again = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write });
+    expect(again.status).to.equal(200);
+  });
+
+  it('applies each action exactly once with three apply workers competing', async () => {
+    const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox2);
+    const budgets = await api(svc, 'GET', `/api/v1/accounts/${tenant.accounts.sandbox2}/campaigns`, { key: tenant.keys.read });
+    const enabled = (budgets.body.data as { id: string; status: string }[]).filter((c) => c.status === 'enabled');
+    expect(enabled.length).to.be.greaterThan(0);
+    const shared = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 0);
+    // Queue 8 approved actions (alternate target proposals on one campaign: each based on the unchanged current target).
+    const actions = [];
+    for (let i = 0; i < 8; i++) {
+      const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox2, cpa.id, { target_cpa: cents(cpa.bidding_strategy.target_cpa! * (1.02 + i / 1000)) });
+      const approved = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox2}/approvals/${action.id}/approve`, { key: tenant.keys.write });
+      expect(approved.status).to.equal(200);
+      actions.push(action);
+    }
+    await Promise.all([startWorker(shared), startWorker(shared), startWorker(shared)]);
+    const finals = await Promise.all(
+      actions.map(async (a) => {
+        let status = '';
+        for (const wanted of ['applied', 'returned']) {
+          try {
+            status = (await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox2, a.id, wanted, 8_000)).status;
+            break;
+          } catch {
+            /* try the other final status */
+          }
+        }
+        return status;
+      }),
+    );
+    // The first applied change moves the target: the others' re-check sees a changed value and returns them.
+    expect(finals.filter((s) => s === 'applied').length).to.be.greaterThan(0);
+    expect(finals.every((s) => s === 'applied' || s === 'returned')).to.equal(true);
+    for (const action of actions) {
+      const applied = (await historyOf(tenant.accounts.sandbox2, action.id)).filter((e) => e.type === 'ActionApplied');
+      expect(applied.length).to.be.at.most(1);
+    }
+    expect(shared.applied).to.equal(finals.filter((s) => s === 'applied').length);
+  });
+});
