@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { negativeBlocks } from '../../src/platform/keyword-match.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -35,15 +36,16 @@ describe('the built-in rules agent on a sandbox account, over HTTP', function ()
     const history = (await (await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox}/history?run_id=${runId}&limit=500`, { key: tenant.keys.read })).json()) as {
       data: { type: string; data: any }[];
     };
-    const seen: Term[] = history.data.find((e) => e.type === 'ToolCalled' && e.data.name === 'get_search_terms')!.data.output.search_terms;
+    const seen: Term[] = history.data
+      .filter((e) => e.type === 'ToolCalled' && e.data.name === 'get_search_terms')
+      .flatMap((e) => e.data.output.search_terms as Term[]);
     const proposals = history.data.filter((e) => e.type === 'ActionProposed');
     expect(proposals).to.have.length(run.result.actions.length);
     for (const proposal of proposals) {
       expect(proposal.data.kind).to.equal('add_negative_keywords');
       const campaignTerms = seen.filter((t) => t.campaign_id === proposal.data.params.campaign_id);
       for (const keyword of proposal.data.params.keywords as { text: string; match_type: string }[]) {
-        const matches = (t: Term) =>
-          keyword.match_type === 'exact' ? t.search_term.toLowerCase() === keyword.text : ` ${t.search_term.toLowerCase()} `.includes(` ${keyword.text} `);
+        const matches = (t: Term) => negativeBlocks(keyword as { text: string; match_type: 'exact' | 'phrase' }, t.search_term);
         const matched = campaignTerms.filter(matches);
         expect(matched.length, `"${keyword.text}" matches a search term of the campaign`).to.be.greaterThan(0);
         expect(matched.every((t) => t.conversions === 0), `"${keyword.text}" blocks no converting search term`).to.equal(true);

@@ -1,4 +1,5 @@
 import { MATCH_TYPES, type MatchType } from '../../platform/ads-platform.ts';
+import { negativeBlocks } from '../../platform/keyword-match.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
@@ -43,7 +44,7 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
     const campaign = await campaignOf(context, input.campaign_id);
     const keywords = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
     const terms = await context.platform.searchTerms(context.account, last30Days(context.today), { campaignId: campaign.id, limit: 500 });
-    const matched = terms.filter((t) => keywords.some((k) => t.search_term.toLowerCase().includes(k.text)));
+    const matched = terms.filter((t) => keywords.some((k) => negativeBlocks(k, t.search_term)));
     const action = await context.propose(
       {
         kind: 'add_negative_keywords',

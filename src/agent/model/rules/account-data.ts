@@ -7,7 +7,10 @@ export interface AccountData {
   campaigns?: Campaign[];
   performance?: CampaignPerformance[];
   keywords?: Keyword[];
+  /** The account-wide overview of search terms (costliest first). */
   searchTerms?: SearchTerm[];
+  /** Complete search terms of single campaigns, read before proposing negatives for them. */
+  campaignSearchTerms: Map<string, SearchTerm[]>;
   /** Results of propose tools: the action, or the error the tool gave. */
   proposals: { call: FunctionCall; action?: { id: string; summary: string; risk_tier: string; disposition: string }; error?: string }[];
   /** Every tool call made so far. */
@@ -15,7 +18,7 @@ export interface AccountData {
 }
 
 export function readAccountData(conversation: readonly ConversationEntry[]): AccountData {
-  const data: AccountData = { proposals: [], calls: [] };
+  const data: AccountData = { proposals: [], calls: [], campaignSearchTerms: new Map() };
   const pending: FunctionCall[] = [];
   for (const entry of conversation) {
     if (entry.role === 'model') {
@@ -42,7 +45,9 @@ export function readAccountData(conversation: readonly ConversationEntry[]): Acc
           if (r.keywords) data.keywords = r.keywords;
           break;
         case 'get_search_terms':
-          if (r.search_terms) data.searchTerms = r.search_terms;
+          if (!r.search_terms) break;
+          if (typeof call.args.campaign_id === 'string') data.campaignSearchTerms.set(call.args.campaign_id, r.search_terms);
+          else data.searchTerms = r.search_terms;
           break;
         default:
           data.proposals.push({ call, action: r.action, error: typeof r.error === 'string' ? r.error : undefined });

@@ -1,4 +1,5 @@
-import type { Campaign, CampaignPerformance, Keyword, SearchTerm } from '../../../platform/ads-platform.ts';
+import type { Campaign, CampaignPerformance, Keyword, MatchType, SearchTerm } from '../../../platform/ads-platform.ts';
+import { negativeBlocks, tokensOf } from '../../../platform/keyword-match.ts';
 import type { FunctionCall } from '../model-port.ts';
 
 /**
@@ -20,15 +21,26 @@ export function wastedSearchTerms(terms: readonly SearchTerm[]): WastedTerm[] {
   return terms.filter((t) => t.conversions === 0 && t.clicks >= 2 && t.cost >= 5).sort((a, b) => b.cost - a.cost);
 }
 
+/** The campaigns whose search terms wasted the most, most first (at most `count`). */
+export function topWasteCampaigns(terms: readonly SearchTerm[], count = 3): string[] {
+  const cost = new Map<string, number>();
+  for (const term of wastedSearchTerms(terms)) cost.set(term.campaign_id, (cost.get(term.campaign_id) ?? 0) + term.cost);
+  return [...cost.entries()].sort((a, b) => b[1] - a[1]).slice(0, count).map(([id]) => id);
+}
+
 /**
  * Negative keywords for wasted terms: a word that recurs in wasted terms but never in a
  * converting one becomes a phrase negative; a costly one-off term becomes an exact one.
- * At most 10 per campaign, the 3 campaigns with the most waste.
+ * At most 10 per campaign, the 3 campaigns with the most waste. `campaignTerms` holds the
+ * complete search terms of those campaigns (the account overview is only the costliest),
+ * and no proposed negative may block a converting search term in either.
  */
-export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n: number) => string): Finding {
-  const wasted = wastedSearchTerms(terms);
-  const converting = terms.filter((t) => t.conversions > 0);
-  const convertingWords = new Set(converting.flatMap((t) => words(t.search_term)));
+export function negativeKeywordProposals(
+  accountTerms: readonly SearchTerm[],
+  campaignTerms: ReadonlyMap<string, readonly SearchTerm[]>,
+  money: (n: number) => string,
+): Finding {
+  const wasted = wastedSearchTerms(accountTerms);
   const lines: string[] = [];
   const calls: FunctionCall[] = [];
   const wastedCost = round(wasted.reduce((s, t) => s + t.cost, 0));
@@ -38,13 +50,11 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
     ...wasted.slice(0, 8).map((t) => `  - "${t.search_term}": ${money(t.cost)}, ${t.clicks} clicks, 0 conversions`),
   );
 
-  const byCampaign = new Map<string, WastedTerm[]>();
-  for (const term of wasted) byCampaign.set(term.campaign_id, [...(byCampaign.get(term.campaign_id) ?? []), term]);
-  const campaigns = [...byCampaign.entries()]
-    .map(([id, list]) => ({ id, list, cost: list.reduce((s, t) => s + t.cost, 0) }))
-    .sort((a, b) => b.cost - a.cost)
-    .slice(0, 3);
-  for (const { id, list } of campaigns) {
+  for (const id of topWasteCampaigns(accountTerms)) {
+    const terms = campaignTerms.get(id) ?? accountTerms.filter((t) => t.campaign_id === id);
+    const list = wastedSearchTerms(terms);
+    const converting = [...terms, ...accountTerms].filter((t) => t.conversions > 0);
+    const convertingWords = new Set(converting.flatMap((t) => words(t.search_term)));
     const wordCost = new Map<string, { cost: number; terms: number }>();
     for (const term of list) {
       for (const word of new Set(words(term.search_term))) {
@@ -54,25 +64,30 @@ export function negativeKeywordProposals(terms: readonly SearchTerm[], money: (n
       }
     }
     mergeWordPairs(list, wordCost);
+    const blocksConverting = (keyword: { text: string; match_type: MatchType }) => converting.some((t) => negativeBlocks(keyword, t.search_term));
     const chosen: { text: string; match_type: 'phrase' | 'exact' }[] = [];
     const covered = new Set<string>();
     for (const [word, entry] of [...wordCost.entries()].sort((a, b) => b[1].cost - a[1].cost)) {
       if (chosen.length >= 10) break;
       if (entry.terms < 2 && entry.cost < 20) continue;
-      chosen.push({ text: word, match_type: 'phrase' });
-      for (const term of list) if (` ${tokens(term.search_term).join(' ')} `.includes(` ${word} `)) covered.add(term.search_term);
+      const keyword = { text: word, match_type: 'phrase' as const };
+      if (blocksConverting(keyword)) continue;
+      chosen.push(keyword);
+      for (const term of list) if (negativeBlocks(keyword, term.search_term)) covered.add(term.search_term);
     }
     for (const term of list) {
       if (chosen.length >= 10) break;
-      if (!covered.has(term.search_term) && term.cost >= 20) chosen.push({ text: term.search_term.toLowerCase(), match_type: 'exact' });
+      const keyword = { text: tokensOf(term.search_term).join(' '), match_type: 'exact' as const };
+      if (!covered.has(term.search_term) && term.cost >= 20 && !blocksConverting(keyword)) chosen.push(keyword);
     }
     if (chosen.length === 0) continue;
+    const blockedCost = list.filter((t) => chosen.some((k) => negativeBlocks(k, t.search_term))).reduce((sum, t) => sum + t.cost, 0);
     calls.push({
       name: 'add_negative_keywords',
       args: {
         campaign_id: id,
         keywords: chosen,
-        reason: `Search terms containing these words spent ${money(round(list.reduce((s, t) => s + t.cost, 0)))} in 30 days without a conversion.`,
+        reason: `The search terms these negatives block spent ${money(round(blockedCost))} in 30 days without a conversion.`,
       },
     });
   }
@@ -88,7 +103,7 @@ function mergeWordPairs(terms: readonly SearchTerm[], wordCost: Map<string, { co
   const pairCost = new Map<string, { cost: number; terms: number }>();
   for (const term of terms) {
     // Adjacent in the search term itself (stop words included), so the pair is a real phrase.
-    const list = tokens(term.search_term);
+    const list = tokensOf(term.search_term);
     for (let i = 0; i + 1 < list.length; i++) {
       if (!wordCost.has(list[i]!) || !wordCost.has(list[i + 1]!)) continue;
       const pair = `${list[i]} ${list[i + 1]}`;
@@ -107,12 +122,8 @@ function mergeWordPairs(terms: readonly SearchTerm[], wordCost: Map<string, { co
   }
 }
 
-function tokens(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9äöüß]+/).filter(Boolean);
-}
-
 function words(text: string): string[] {
-  return tokens(text).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
+  return tokensOf(text).filter((w) => w.length >= 3 && !STOP_WORDS.has(w));
 }
 
 /** Keywords that spent well beyond the account's cost per conversion and converted nothing. */

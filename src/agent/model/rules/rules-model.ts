@@ -2,14 +2,22 @@ import type { AgentIdentity } from '../../../events/catalogue/index.ts';
 import type { FunctionCall, ModelClient, ModelPart, ModelRequest, ModelTurn } from '../model-port.ts';
 import { readAccountData, type AccountData } from './account-data.ts';
 import { intentsOf, type Intent } from './brief-intent.ts';
-import { budgetProposals, negativeKeywordProposals, poorKeywordProposals, targetProposals, wastedSearchTerms, type Finding } from './heuristics.ts';
+import {
+  budgetProposals,
+  negativeKeywordProposals,
+  poorKeywordProposals,
+  targetProposals,
+  topWasteCampaigns,
+  wastedSearchTerms,
+  type Finding,
+} from './heuristics.ts';
 
 const READS: Readonly<Record<Intent, readonly FunctionCall[]>> = {
-  waste: [{ name: 'get_account_summary', args: {} }, { name: 'get_search_terms', args: { limit: 300 } }],
+  waste: [{ name: 'get_account_summary', args: {} }, { name: 'get_search_terms', args: { limit: 500 } }],
   keywords: [{ name: 'get_account_summary', args: {} }, { name: 'list_keywords', args: {} }],
   budget: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
   targets: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
-  health: [{ name: 'get_account_summary', args: {} }, { name: 'get_campaign_performance', args: {} }, { name: 'get_search_terms', args: { limit: 300 } }],
+  health: [{ name: 'get_account_summary', args: {} }, { name: 'get_campaign_performance', args: {} }, { name: 'get_search_terms', args: { limit: 500 } }],
   question: [{ name: 'get_account_summary', args: {} }, { name: 'get_campaign_performance', args: {} }],
 };
 
@@ -37,9 +45,17 @@ export class RulesModel implements ModelClient {
 
   private nextCalls(intents: readonly Intent[], data: AccountData, offered: ReadonlySet<string>, budgetLeft: number): FunctionCall[] {
     if (offered.size === 0 || budgetLeft <= 0) return [];
-    const done = new Set(data.calls.map((c) => c.name));
+    // Account-wide reads: a campaign-scoped get_search_terms does not count as the overview.
+    const done = new Set(data.calls.filter((c) => c.args.campaign_id === undefined).map((c) => c.name));
     const reads = dedupe(intents.flatMap((i) => READS[i])).filter((c) => !done.has(c.name) && offered.has(c.name));
     if (reads.length > 0) return reads.slice(0, budgetLeft);
+    // Before proposing negatives, read the complete search terms of the campaigns concerned.
+    if (intents.includes('waste') && offered.has('add_negative_keywords') && data.searchTerms) {
+      const detail = topWasteCampaigns(data.searchTerms)
+        .filter((id) => !data.campaignSearchTerms.has(id))
+        .map((id) => ({ name: 'get_search_terms', args: { campaign_id: id, limit: 500 } }));
+      if (detail.length > 0) return detail.slice(0, Math.max(0, budgetLeft - 1));
+    }
     if (data.proposals.length > 0) return [];
     return findings(intents, data)
       .flatMap((f) => f.calls)
@@ -90,7 +106,7 @@ function findings(intents: readonly Intent[], data: AccountData): Finding[] {
   const accountCpa = totals && totals.conversions > 0 ? totals.cost / totals.conversions : null;
   const result: Finding[] = [];
   for (const intent of intents) {
-    if (intent === 'waste' && data.searchTerms) result.push(negativeKeywordProposals(data.searchTerms, money));
+    if (intent === 'waste' && data.searchTerms) result.push(negativeKeywordProposals(data.searchTerms, data.campaignSearchTerms, money));
     if (intent === 'keywords' && data.keywords) result.push(poorKeywordProposals(data.keywords, accountCpa, money));
     if (intent === 'budget' && data.campaigns && data.performance) result.push(budgetProposals(data.campaigns, data.performance, accountCpa, 30, money));
     if (intent === 'targets' && data.campaigns && data.performance) result.push(targetProposals(data.campaigns, data.performance, money));
