@@ -386,3 +386,15 @@ describe('sandbox ads platform', function () {
     });
   });
 });
+
+describe('sandbox themes follow the account name', () => {
+  it('picks the theme a name asks for, and the seed decides otherwise', async () => {
+    const { generateAccount } = await import('../../src/platform/sandbox/account-generator.ts');
+    expect(generateAccount(7, 'Bloom Florists').theme).to.equal('florist');
+    expect(generateAccount(7, 'Acme Outdoor').theme).to.equal('outdoor');
+    expect(generateAccount(7, 'Daily Grind Coffee Roasters').theme).to.equal('coffee');
+    expect(generateAccount(7, 'Untitled').theme).to.equal(generateAccount(7).theme);
+    // Only the theme changes: the structure's size comes from the same draws.
+    expect(generateAccount(7, 'Bloom Florists').campaigns.length).to.equal(generateAccount(7).campaigns.length);
+  });
+});

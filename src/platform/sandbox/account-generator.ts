@@ -15,14 +15,29 @@ import { THEMES, type Theme } from './themes.ts';
 /** Negatives an account already has: words its search terms never contain, so history stays consistent. */
 const EXISTING_NEGATIVES = ['careers', 'salary', 'pdf', 'craigslist', 'cartoon', 'images'];
 
+const THEME_HINTS: readonly [string, RegExp][] = [
+  ['outdoor', /outdoor|hik|camp|trail|mountain/i],
+  ['florist', /flor|flower|bloom|bouquet|garden/i],
+  ['software', /soft|saas|app\b|task|cloud|tech/i],
+  ['coffee', /coffee|roast|bean|caf[eé]|espresso/i],
+];
+
+/** A theme the account's name asks for ("Bloom Florists" → florist), so demo data fits its name. */
+function themeNamedIn(name: string): Theme | undefined {
+  const key = THEME_HINTS.find(([, pattern]) => pattern.test(name))?.[0];
+  return THEMES.find((t) => t.key === key);
+}
+
 /**
- * Generates a complete sandbox account from its seed: a pure function (no clock, no
- * I/O), so the same seed always yields the same account. Each part draws from its own
+ * Generates a complete sandbox account from its seed (and its name, which may pick the
+ * theme): a pure function (no clock, no I/O), so the same inputs always yield the same account. Each part draws from its own
  * forked generator, so tuning one part does not reshuffle the others.
  */
-export function generateAccount(seed: number): GeneratedAccount {
+export function generateAccount(seed: number, accountName = ''): GeneratedAccount {
   const rng = new SeededRandom(seed);
-  const theme = rng.pick(THEMES) as Theme;
+  // The draw happens either way, so a name hint changes the theme and nothing else.
+  const drawn = rng.pick(THEMES) as Theme;
+  const theme = themeNamedIn(accountName) ?? drawn;
   const structure = planAccount(rng.fork('structure'), theme);
   const poor = choosePoorKeywords(rng.fork('poor'), structure);
   const counts = termCounts(rng.fork('term-counts'), structure);

@@ -51,7 +51,7 @@ export async function ensureSandboxAccount(db: Kysely<Database>, account: Platfo
       anchorDate: addDays(today.toISOString().slice(0, 10), -1),
     };
     const seed = seedOf(account);
-    const generated = generateAccount(seed);
+    const generated = generateAccount(seed, account.name);
     const inserted = await trx
       .insertInto('sandbox_accounts')
       .values({
