@@ -87,9 +87,15 @@ describe('apply worker: platform failures and competing workers', function () {
   });
 
   it('returns the action to the queue after 5 failed attempts, never losing it', async () => {
-    const { roas } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
-    const before = roas.bidding_strategy.target_roas_pct!;
-    const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, roas.id, { target_roas_pct: Math.round(before * 1.3), reason: 'grow' });
+    // An enabled campaign (the ROAS one may be the account's paused campaign), with a change that needs approval.
+    const { roas, portfolio } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+    const useRoas = roas.status === 'enabled';
+    const campaign = useRoas ? roas : portfolio;
+    const current = () => campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, campaign.id).then((c) => (useRoas ? c.bidding_strategy.target_roas_pct : c.bidding_strategy.target_cpa));
+    const before = await current();
+    const body = useRoas ? { target_roas_pct: Math.round(before! * 1.3) } : { target_cpa: cents(before! * 1.3) };
+    const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, campaign.id, { ...body, reason: 'grow' });
+    expect(action.disposition).to.equal('queued');
     const approved = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write });
     expect(approved.status).to.equal(200);
     await startWorker(new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 1000));
@@ -97,7 +103,7 @@ describe('apply worker: platform failures and competing workers', function () {
     expect(returned.status_reason).to.include('the platform kept failing');
     const failed = (await historyOf(tenant.accounts.sandbox, action.id)).filter((e) => e.type === 'ActionApplyFailed');
     expect(failed.map((e) => e.data.will_retry)).to.deep.equal([true, true, true, true, false]);
-    expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, roas.id)).bidding_strategy.target_roas_pct).to.equal(before);
+    expect(await current()).to.equal(before);
     // Back in the queue, it can be approved again.
     const again = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write });
     expect(again.status).to.equal(200);
