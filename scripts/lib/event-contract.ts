@@ -195,6 +195,7 @@ export const ACTION_KINDS_DOC: KindDocs = {
       matched_cost_30d: 'Cost of the search terms the keywords match, last 30 days.',
       matched_conversions_30d: 'Conversions of those search terms, last 30 days.',
       account_cost_30d: "The account's cost, last 30 days.",
+      blocked_keywords: "Enabled keywords of the campaign the negatives would block (any makes the action `review`).",
     },
   },
   pause_keywords: {

@@ -14,6 +14,8 @@ export type ActionDraft =
         readonly matched_cost_30d: number;
         readonly matched_conversions_30d: number;
         readonly account_cost_30d: number;
+        /** Enabled keywords of the campaign that the negatives would block. */
+        readonly blocked_keywords: readonly string[];
       };
     }
   | {

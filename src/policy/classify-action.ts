@@ -52,6 +52,10 @@ export function classifyAction(draft: ActionDraft): Classification {
         safe = false;
         reasons.push(`touches ${pct(share)} of the account's 30-day spend (safe maximum ${pct(L.spendShareSafeMax)})`);
       }
+      if (basis.blocked_keywords.length > 0) {
+        safe = false;
+        reasons.push(`would block the campaign's own keyword(s): ${basis.blocked_keywords.slice(0, 5).join(', ')}`);
+      }
       if (safe) reasons.push(`${keywords.length} negative keyword(s) on search terms without conversions, ${pct(share)} of spend; reversible`);
       return { risk_tier: safe ? 'safe' : 'review', policy_reasons: reasons };
     }

@@ -39,6 +39,9 @@ describe('the built-in rules agent on a sandbox account, over HTTP', function ()
     const seen: Term[] = history.data
       .filter((e) => e.type === 'ToolCalled' && e.data.name === 'get_search_terms')
       .flatMap((e) => e.data.output.search_terms as Term[]);
+    const keywords: { campaign_id: string; text: string; status: string }[] = history.data.find(
+      (e) => e.type === 'ToolCalled' && e.data.name === 'list_keywords',
+    )!.data.output.keywords;
     const proposals = history.data.filter((e) => e.type === 'ActionProposed');
     expect(proposals).to.have.length(run.result.actions.length);
     for (const proposal of proposals) {
@@ -50,9 +53,12 @@ describe('the built-in rules agent on a sandbox account, over HTTP', function ()
         expect(matched.length, `"${keyword.text}" matches a search term of the campaign`).to.be.greaterThan(0);
         expect(matched.every((t) => t.conversions === 0), `"${keyword.text}" blocks no converting search term`).to.equal(true);
         expect(seen.filter((t) => t.conversions > 0).some(matches), `"${keyword.text}" blocks no converting term anywhere`).to.equal(false);
+        const own = keywords.filter((k) => k.campaign_id === proposal.data.params.campaign_id && k.status === 'enabled');
+        expect(own.filter((k) => negativeBlocks(keyword as never, k.text)).map((k) => k.text), `"${keyword.text}" blocks none of the campaign's keywords`).to.deep.equal([]);
       }
       expect(proposal.data.based_on.matched_cost_30d).to.be.greaterThan(0);
       expect(proposal.data.based_on.matched_conversions_30d).to.equal(0);
+      expect(proposal.data.based_on.blocked_keywords).to.deep.equal([]);
     }
   });
 

@@ -45,6 +45,8 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
     const keywords = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
     const terms = await context.platform.searchTerms(context.account, last30Days(context.today), { campaignId: campaign.id, limit: 500 });
     const matched = terms.filter((t) => keywords.some((k) => negativeBlocks(k, t.search_term)));
+    const own = await context.platform.listKeywords(context.account, last30Days(context.today), campaign.id);
+    const blockedKeywords = own.filter((k) => k.status === 'enabled' && keywords.some((n) => negativeBlocks(n, k.text))).map((k) => k.text);
     const action = await context.propose(
       {
         kind: 'add_negative_keywords',
@@ -54,6 +56,7 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
           matched_cost_30d: money(matched.reduce((s, t) => s + t.cost, 0)),
           matched_conversions_30d: matched.reduce((s, t) => s + t.conversions, 0),
           account_cost_30d: await accountCost30d(context),
+          blocked_keywords: [...new Set(blockedKeywords)],
         },
       },
       `Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => k.text).join(', ')}`.slice(0, 500),

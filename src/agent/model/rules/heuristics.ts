@@ -32,12 +32,14 @@ export function topWasteCampaigns(terms: readonly SearchTerm[], count = 3): stri
  * Negative keywords for wasted terms: a word that recurs in wasted terms but never in a
  * converting one becomes a phrase negative; a costly one-off term becomes an exact one.
  * At most 10 per campaign, the 3 campaigns with the most waste. `campaignTerms` holds the
- * complete search terms of those campaigns (the account overview is only the costliest),
- * and no proposed negative may block a converting search term in either.
+ * complete search terms of those campaigns (the account overview is only the costliest);
+ * no proposed negative may block a converting search term in either, nor an enabled
+ * keyword of the campaign.
  */
 export function negativeKeywordProposals(
   accountTerms: readonly SearchTerm[],
   campaignTerms: ReadonlyMap<string, readonly SearchTerm[]>,
+  keywords: readonly Keyword[],
   money: (n: number) => string,
 ): Finding {
   const wasted = wastedSearchTerms(accountTerms);
@@ -64,7 +66,10 @@ export function negativeKeywordProposals(
       }
     }
     mergeWordPairs(list, wordCost);
-    const blocksConverting = (keyword: { text: string; match_type: MatchType }) => converting.some((t) => negativeBlocks(keyword, t.search_term));
+    const ownKeywords = keywords.filter((k) => k.campaign_id === id && k.status === 'enabled');
+    // A negative must block neither a converting search term nor one of the campaign's own keywords.
+    const blocksConverting = (keyword: { text: string; match_type: MatchType }) =>
+      converting.some((t) => negativeBlocks(keyword, t.search_term)) || ownKeywords.some((k) => negativeBlocks(keyword, k.text));
     const chosen: { text: string; match_type: 'phrase' | 'exact' }[] = [];
     const covered = new Set<string>();
     for (const [word, entry] of [...wordCost.entries()].sort((a, b) => b[1].cost - a[1].cost)) {

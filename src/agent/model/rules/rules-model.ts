@@ -13,7 +13,7 @@ import {
 } from './heuristics.ts';
 
 const READS: Readonly<Record<Intent, readonly FunctionCall[]>> = {
-  waste: [{ name: 'get_account_summary', args: {} }, { name: 'get_search_terms', args: { limit: 500 } }],
+  waste: [{ name: 'get_account_summary', args: {} }, { name: 'get_search_terms', args: { limit: 500 } }, { name: 'list_keywords', args: {} }],
   keywords: [{ name: 'get_account_summary', args: {} }, { name: 'list_keywords', args: {} }],
   budget: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
   targets: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
@@ -106,7 +106,7 @@ function findings(intents: readonly Intent[], data: AccountData): Finding[] {
   const accountCpa = totals && totals.conversions > 0 ? totals.cost / totals.conversions : null;
   const result: Finding[] = [];
   for (const intent of intents) {
-    if (intent === 'waste' && data.searchTerms) result.push(negativeKeywordProposals(data.searchTerms, data.campaignSearchTerms, money));
+    if (intent === 'waste' && data.searchTerms) result.push(negativeKeywordProposals(data.searchTerms, data.campaignSearchTerms, data.keywords ?? [], money));
     if (intent === 'keywords' && data.keywords) result.push(poorKeywordProposals(data.keywords, accountCpa, money));
     if (intent === 'budget' && data.campaigns && data.performance) result.push(budgetProposals(data.campaigns, data.performance, accountCpa, 30, money));
     if (intent === 'targets' && data.campaigns && data.performance) result.push(targetProposals(data.campaigns, data.performance, money));

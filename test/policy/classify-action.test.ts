@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import type { ActionDraft } from '../../src/policy/action-draft.ts';
+import { classifyAction } from '../../src/policy/classify-action.ts';
+
+const tier = (draft: ActionDraft) => classifyAction(draft).risk_tier;
+
+const negatives = (count: number, basis: Partial<Extract<ActionDraft, { kind: 'add_negative_keywords' }>['based_on']> = {}): ActionDraft => ({
+  kind: 'add_negative_keywords',
+  params: { campaign_id: 'c', keywords: Array.from({ length: count }, (_, i) => ({ text: `w${i}`, match_type: 'phrase' as const })) },
+  based_on: { campaign_status: 'enabled', matched_cost_30d: 50, matched_conversions_30d: 0, account_cost_30d: 10_000, blocked_keywords: [], ...basis },
+});
+const budget = (from: number, to: number): ActionDraft => ({
+  kind: 'set_campaign_budget',
+  params: { campaign_id: 'c', daily_budget: to },
+  based_on: { campaign_status: 'enabled', daily_budget: from },
+});
+const cpa = (from: number, to: number, portfolio: string | null = null): ActionDraft => ({
+  kind: 'set_target_cpa',
+  params: { campaign_id: 'c', target_cpa: to },
+  based_on: { campaign_status: 'enabled', strategy_type: 'maximize_conversions', portfolio_id: portfolio, campaigns_affected: portfolio ? 2 : 1, target_cpa: from },
+});
+
+describe('safe-apply policy classification', () => {
+  it('negative keywords: safe when small, non-converting, a small share of spend and blocking no own keyword', () => {
+    expect(tier(negatives(10))).to.equal('safe');
+    expect(tier(negatives(11))).to.equal('review');
+    expect(tier(negatives(51))).to.equal('blocked');
+    expect(tier(negatives(3, { matched_conversions_30d: 1 }))).to.equal('review');
+    expect(tier(negatives(3, { matched_cost_30d: 1001 }))).to.equal('review');
+    expect(tier(negatives(3, { matched_cost_30d: 1000 }))).to.equal('safe');
+    const own = classifyAction(negatives(3, { blocked_keywords: ['trail running shoes'] }));
+    expect(own.risk_tier).to.equal('review');
+    expect(own.policy_reasons.join(' ')).to.include("campaign's own keyword(s): trail running shoes");
+    expect(tier(negatives(3, { campaign_status: 'removed' }))).to.equal('blocked');
+  });
+
+  it('budgets: safe within ±20 %, review within ±100 %, blocked beyond or not positive', () => {
+    expect(tier(budget(100, 120))).to.equal('safe');
+    expect(tier(budget(100, 80))).to.equal('safe');
+    expect(tier(budget(100, 121))).to.equal('review');
+    expect(tier(budget(100, 200))).to.equal('review');
+    expect(tier(budget(100, 201))).to.equal('blocked');
+    expect(tier(budget(100, 0))).to.equal('blocked');
+    expect(tier(budget(100, 100_000))).to.equal('blocked');
+  });
+
+  it('targets: safe within ±10 % off a portfolio, review within ±50 % or on a portfolio, blocked beyond', () => {
+    expect(tier(cpa(20, 22))).to.equal('safe');
+    expect(tier(cpa(20, 18))).to.equal('safe');
+    expect(tier(cpa(20, 22.5))).to.equal('review');
+    expect(tier(cpa(20, 30))).to.equal('review');
+    expect(tier(cpa(20, 30.2))).to.equal('blocked');
+    expect(tier(cpa(20, 21, 'p1'))).to.equal('review');
+    expect(classifyAction(cpa(20, 21, 'p1')).policy_reasons.join(' ')).to.include('moves 2 campaigns');
+  });
+
+  it('always says why', () => {
+    for (const draft of [negatives(3), negatives(60), budget(100, 150), cpa(20, 21, 'p')]) {
+      expect(classifyAction(draft).policy_reasons.length).to.be.greaterThan(0);
+    }
+  });
+});
