@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { ActionNotFoundError } from '../../../commands/action/action-lifecycle.ts';
+import type { CommandMeta } from '../../../commands/shared/new-event.ts';
 import { ACTION_STATUSES } from '../../../commands/action/action-state.ts';
 import { lastSeqOf } from '../../../commands/write-model.ts';
 import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
@@ -12,6 +13,13 @@ import { bodyValidator } from '../request-validation.ts';
 import { accountOf } from './account-access.ts';
 import { isUuid, type ApiContext } from './api-context.ts';
 import { readOptionalJsonBody } from './optional-json-body.ts';
+
+interface OnAction {
+  readonly workspaceId: string;
+  readonly accountId: string;
+  readonly actionId: string;
+  readonly meta: CommandMeta;
+}
 
 const DEFAULT_PAGE = 50;
 const MAX_PAGE = 200;
@@ -81,39 +89,35 @@ export function approvalsRouter(api: ApiContext): Router {
     };
   });
 
-  router.post('/api/v1/accounts/:projectId/approvals/:actionId/approve', auth, async (ctx) => {
-    const principal = principalOf(ctx);
-    requireScope(principal, 'write');
-    const accountId = ctx.params.projectId!;
-    await accountOf(api, principal, accountId);
-    const body = validateApprove(await readOptionalJsonBody(ctx, api.config.bodyLimitBytes));
-    const action = await locateAction(principal, accountId, ctx.params.actionId!);
-    const result = await api.writeModel.approveAction({
-      workspaceId: principal.workspaceId,
-      accountId,
-      actionId: action.id,
-      note: body.note ?? '',
-      meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
-    });
-    await respondWithAction(ctx, principal, accountId, action.id, lastSeqOf(result));
-  });
+  /** Approve and reject differ only in their body and their command. */
+  const decision =
+    <B>(validate: (body: unknown) => B, decide: (target: OnAction, body: B) => Promise<{ appended: readonly { seq: number }[] }>) =>
+    async (ctx: Context) => {
+      const principal = principalOf(ctx);
+      requireScope(principal, 'write');
+      const accountId = ctx.params.projectId!;
+      await accountOf(api, principal, accountId);
+      const body = validate(await readOptionalJsonBody(ctx, api.config.bodyLimitBytes));
+      const action = await locateAction(principal, accountId, ctx.params.actionId!);
+      const target: OnAction = {
+        workspaceId: principal.workspaceId,
+        accountId,
+        actionId: action.id,
+        meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
+      };
+      await respondWithAction(ctx, principal, accountId, action.id, lastSeqOf(await decide(target, body)));
+    };
 
-  router.post('/api/v1/accounts/:projectId/approvals/:actionId/reject', auth, async (ctx) => {
-    const principal = principalOf(ctx);
-    requireScope(principal, 'write');
-    const accountId = ctx.params.projectId!;
-    await accountOf(api, principal, accountId);
-    const body = validateReject(await readOptionalJsonBody(ctx, api.config.bodyLimitBytes));
-    const action = await locateAction(principal, accountId, ctx.params.actionId!);
-    const result = await api.writeModel.rejectAction({
-      workspaceId: principal.workspaceId,
-      accountId,
-      actionId: action.id,
-      reason: body.reason,
-      meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
-    });
-    await respondWithAction(ctx, principal, accountId, action.id, lastSeqOf(result));
-  });
+  router.post(
+    '/api/v1/accounts/:projectId/approvals/:actionId/approve',
+    auth,
+    decision(validateApprove, (target, body) => api.writeModel.approveAction({ ...target, note: body.note ?? '' })),
+  );
+  router.post(
+    '/api/v1/accounts/:projectId/approvals/:actionId/reject',
+    auth,
+    decision(validateReject, (target, body) => api.writeModel.rejectAction({ ...target, reason: body.reason })),
+  );
 
   return router;
 }
