@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
 import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
-import { accessLog } from './middleware/access-log.ts';
+import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { requestId, requestIdOf } from './middleware/request-id.ts';
 import { routeNotFound } from './middleware/route-not-found.ts';
@@ -14,6 +14,8 @@ export interface HttpAppOptions {
   readonly logger: Logger;
   readonly routers: readonly Router[];
   readonly readiness: readonly ReadinessCheck[];
+  /** Sees every finished request (metrics). */
+  readonly observeRequest?: RequestObserver;
 }
 
 /**
@@ -34,7 +36,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   });
 
   app.use(requestId());
-  app.use(accessLog(logger));
+  app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
   app.use(routeNotFound());
   for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {

@@ -22,6 +22,8 @@ import { createPlatform } from '../platform/create-platform.ts';
 import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
+import { ServiceMetrics } from '../metrics/service-metrics.ts';
+import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { ReadBarrier } from './read-barrier.ts';
 import { readinessChecks } from './readiness.ts';
@@ -52,6 +54,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const proposals = new ProposalService(writeModel, config.publicBaseUrl);
 
   const projectors: Projector[] = [];
+  const metrics = new ServiceMetrics({ projectors: () => projectors.map((p) => p.currentStatus()), streamHead: () => store.lastSequence() });
   if (config.roles.includes('projectors')) {
     for (const projection of PROJECTIONS) {
       const projector = new Projector({
@@ -103,7 +106,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         historyRouter(api),
         killSwitchRouter(api),
         openApiRouter(config),
+        metricsRouter(metrics.registry),
       ],
+      observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
       readiness: readinessChecks({ infrastructure, projectors }),
     });
     http = await startHttpServer(app, { host: config.host, port: config.port, logger });
@@ -126,6 +131,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       shutdownGraceMs: config.shutdownGraceMs,
       ackWaitMs: config.agentAckWaitMs,
+      onRunFinished: (outcome, code) => metrics.runsFinished.inc({ outcome, code }),
     });
     await agentWorker.start();
     const worker = agentWorker;
@@ -134,7 +140,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let applyWorker: ApplyWorker | undefined;
   if (config.roles.includes('apply-worker')) {
-    applyWorker = new ApplyWorker({ infrastructure, platform, logger });
+    applyWorker = new ApplyWorker({ infrastructure, platform, logger, onApplyResult: (result) => metrics.applyResults.inc({ result }) });
     await applyWorker.start();
     const worker = applyWorker;
     stopWorkers.push(() => worker.stop());

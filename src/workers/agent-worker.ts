@@ -21,6 +21,8 @@ export interface AgentWorkerOptions {
   readonly shutdownGraceMs: number;
   /** A run's message is redelivered when its worker stopped heartbeating for this long. */
   readonly ackWaitMs: number;
+  /** Told of every run this worker ends (metrics). */
+  readonly onRunFinished?: (outcome: RunOutcome['kind'], code: string) => void;
 }
 
 /**
@@ -140,6 +142,7 @@ export class AgentWorker {
         meta,
       });
       this.options.logger.warn({ run_id: runId, dead_worker: active.workerId }, 'failed a run whose worker stopped');
+      this.options.onRunFinished?.('failed', 'internal');
       message.ack();
       return;
     }
@@ -161,7 +164,9 @@ export class AgentWorker {
         executeRun({ ...this.options.executor, writeModel }, { workspaceId, accountId, account: account.state, active }, this.actor),
       );
       await writeModel.finishRun({ workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
-      this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: outcome.kind === 'failed' ? outcome.code : undefined, duration_ms: outcome.durationMs }, 'run finished');
+      const code = outcome.kind === 'failed' ? outcome.code : '';
+      this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
+      this.options.onRunFinished?.(outcome.kind, code);
       message.ack();
     } finally {
       clearInterval(heartbeat);

@@ -24,6 +24,8 @@ export interface ApplyWorkerOptions {
   readonly workerId?: string;
   /** Base of the exponential backoff between platform attempts. */
   readonly retryBaseMs?: number;
+  /** Told how each attempt ended (metrics). */
+  readonly onApplyResult?: (result: 'applied' | 'failed' | 'returned') => void;
 }
 
 /**
@@ -117,6 +119,7 @@ export class ApplyWorker {
     const returnToQueue = async (reason: string) => {
       await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'returned', reason }, meta });
       this.options.logger.info({ action_id: actionId, reason }, 'action returned to the queue');
+      this.options.onApplyResult?.('returned');
       return null;
     };
 
@@ -145,10 +148,12 @@ export class ApplyWorker {
       const willRetry = attempt < MAX_APPLY_ATTEMPTS;
       await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'failed', error: detail, willRetry }, meta });
       this.options.logger.warn({ action_id: actionId, attempt, err: detail, will_retry: willRetry }, 'platform call failed');
+      this.options.onApplyResult?.(willRetry ? 'failed' : 'returned');
       return willRetry ? (this.options.retryBaseMs ?? 1000) * 2 ** (attempt - 1) : null;
     }
     await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'applied' }, meta });
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
+    this.options.onApplyResult?.('applied');
     return null;
   }
 }

@@ -6,7 +6,10 @@ import { requestIdOf } from './request-id.ts';
  * One log line per request. Only method, path (without query, which may carry tokens),
  * status, duration and request id: headers and bodies can hold secrets and personal data.
  */
-export function accessLog(logger: Logger): Middleware {
+/** Receives every finished request; `route` is the matched route template, never the raw path. */
+export type RequestObserver = (method: string, route: string, status: number, seconds: number) => void;
+
+export function accessLog(logger: Logger, observe?: RequestObserver): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     let escapedStatus: number | undefined;
@@ -18,6 +21,8 @@ export function accessLog(logger: Logger): Middleware {
       throw error;
     } finally {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      observe?.(ctx.method, typeof route === 'string' ? route : 'unmatched', escapedStatus ?? ctx.status, durationMs / 1000);
       logger.info(
         {
           method: ctx.method,

@@ -1,12 +1,17 @@
+import { ACTION_STATUSES } from '../../../commands/action/action-state.ts';
+import { RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../../../projections/runs/runs-tables.ts';
+import { ACTOR_KINDS, AGGREGATE_TYPES } from '../../events/envelope.ts';
 import {
   ACTION_KINDS,
   DISPOSITIONS,
+  EVENT_DEFINITIONS,
   KEY_SCOPES,
   PLATFORM_KINDS,
   RISK_TIERS,
   RUN_ERROR_CODES,
 } from '../../events/catalogue/index.ts';
-import { RUN_STATUSES, TERMINAL_RUN_STATUSES } from '../../../projections/runs/runs-tables.ts';
+import { BIDDING_STRATEGY_TYPES, MATCH_TYPES, type Campaign } from '../../platform/ads-platform.ts';
+import { RUN_STREAM_EVENTS, type RunStreamEvent } from '../routes/run-event-stream.ts';
 
 /**
  * The OpenAPI 3.1 description of every endpoint the service serves. Schemas are JSON
@@ -27,6 +32,11 @@ export interface OpenApiHeader {
 
 export interface OpenApiMediaType {
   readonly schema: JsonSchema;
+  /**
+   * Schema of each item of a sequential media type (here: each Server-Sent Event, parsed into
+   * `{id, event, data}`). OpenAPI 3.2's `itemSchema`, as an extension since this is 3.1.
+   */
+  readonly 'x-itemSchema'?: JsonSchema;
 }
 
 export interface OpenApiResponse {
@@ -49,6 +59,8 @@ export interface OpenApiOperation {
   readonly description?: string;
   readonly tags?: readonly string[];
   readonly security?: readonly { readonly [scheme: string]: readonly string[] }[];
+  /** Lowest API key scope the operation accepts (read < write < admin); below it answers 403. */
+  readonly 'x-required-scope'?: 'read' | 'write' | 'admin';
   readonly parameters?: readonly (OpenApiParameter | { readonly $ref: string })[];
   readonly requestBody?: {
     readonly description?: string;
@@ -96,6 +108,100 @@ const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as co
 
 const requestIdHeader = { 'X-Request-Id': headerRef('XRequestId') } as const;
 const unauthenticated = { security: [] } as const;
+const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` }) as const;
+const nullable = (schema: JsonSchema) => ({ oneOf: [{ type: 'null' }, schema] }) as const;
+/** A closed object: every listed member required unless named in `optional`. */
+const closed = (properties: { readonly [name: string]: JsonSchema }, optional: readonly string[] = []) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: Object.keys(properties).filter((name) => !optional.includes(name)),
+  properties,
+});
+
+/** Campaign statuses of the platform port; ads-platform.ts has them only as a type, so completeness is checked here. */
+const CAMPAIGN_STATUSES = ['enabled', 'paused', 'removed'] as const satisfies readonly Campaign['status'][];
+const campaignStatusesComplete: [Exclude<Campaign['status'], (typeof CAMPAIGN_STATUSES)[number]>] extends [never] ? true : never = true;
+void campaignStatusesComplete;
+
+/** Page sizes of approvals-routes.ts and history-routes.ts. */
+const APPROVALS_PAGE = { default: 50, max: 200 } as const;
+const HISTORY_PAGE = { default: 100, max: 500 } as const;
+/** Body limits of the approve / reject / target / kill-switch validators. */
+const TEXT_MAX_LENGTH = 2000;
+
+const cursorString = { type: 'string', pattern: '^[0-9]+$' } as const;
+const campaignIdSchema = { type: 'string', minLength: 1 } as const;
+const positiveNumber = { type: 'number', exclusiveMinimum: 0 } as const;
+
+/** `params` of each action kind (src/policy/action-draft.ts). */
+const ACTION_PARAMS = {
+  add_negative_keywords: closed({
+    campaign_id: campaignIdSchema,
+    keywords: { type: 'array', items: closed({ text: { type: 'string', minLength: 1 }, match_type: { enum: [...MATCH_TYPES] } }) },
+  }),
+  pause_keywords: closed({ keyword_ids: { type: 'array', items: { type: 'string', minLength: 1 } } }),
+  set_campaign_budget: closed({ campaign_id: campaignIdSchema, daily_budget: { type: 'number', minimum: 0 } }),
+  set_target_cpa: closed({ campaign_id: campaignIdSchema, target_cpa: positiveNumber }),
+  set_target_roas: closed({ campaign_id: campaignIdSchema, target_roas_pct: positiveNumber }),
+} satisfies Record<(typeof ACTION_KINDS)[number], JsonSchema>;
+
+/** Members of the specification's Action, shared by the run result, the target response and the approvals view. */
+const actionProperties = {
+  id: { type: 'string', minLength: 1, description: 'Used as {actionId} by the approve and reject endpoints.' },
+  kind: { enum: [...ACTION_KINDS] },
+  summary: { type: 'string' },
+  risk_tier: { enum: [...RISK_TIERS] },
+  disposition: {
+    enum: [...DISPOSITIONS],
+    description: 'What happened when it was proposed. `auto_applied` means accepted for apply, not live yet: the apply worker may still send it back to the queue.',
+  },
+  policy_reasons: { type: 'array', items: { type: 'string' } },
+  approvals_url: { type: 'string', format: 'uri' },
+} as const;
+
+/** The SSE `data` of each run stream event (src/http/routes/run-event-stream.ts), plus `seq` (= the SSE `id`). */
+const streamCommon = {
+  seq: { type: 'integer', minimum: 1, description: 'Stream sequence of the event; the same as the SSE `id`.' },
+  run_id: uuid,
+  time: dateTime,
+} as const;
+const RUN_STREAM_DATA = {
+  queued: closed({ ...streamCommon, status: { const: 'queued' } }),
+  started: closed({
+    ...streamCommon,
+    status: { const: 'running' },
+    agent: closed({ kind: { enum: ['rules', 'gemini'] }, model: { type: 'string' } }),
+  }),
+  tool_called: closed({
+    ...streamCommon,
+    index: { type: 'integer', minimum: 1, description: '1-based position among the run’s tool calls.' },
+    name: { type: 'string', minLength: 1 },
+    input: { type: 'object' },
+    ok: { type: 'boolean' },
+    duration_ms: { type: 'integer', minimum: 0 },
+  }),
+  action_proposed: closed({ ...streamCommon, action: ref('Action') }),
+  succeeded: closed({
+    ...streamCommon,
+    status: { const: 'succeeded' },
+    duration_ms: { type: 'integer', minimum: 0 },
+    truncated: { type: 'boolean' },
+    usage: ref('Usage'),
+  }),
+  failed: closed({
+    ...streamCommon,
+    status: { const: 'failed' },
+    duration_ms: { type: ['integer', 'null'], minimum: 0 },
+    error: ref('RunError'),
+    usage: ref('Usage'),
+  }),
+  canceled: closed({ ...streamCommon, status: { const: 'canceled' } }),
+} satisfies Record<RunStreamEvent, JsonSchema>;
+const streamDataSchemaName = (event: RunStreamEvent) =>
+  `RunStream${event.replace(/(^|_)([a-z])/g, (_match: string, _sep: string, letter: string) => letter.toUpperCase())}Data`;
+
+/** Every (type, version) of the event catalogue: what a history entry can be. */
+const EVENT_TYPES = [...new Set(EVENT_DEFINITIONS.map((definition) => definition.type))];
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -104,15 +210,21 @@ export const openApiDocument = {
     title: 'Agent Runs API',
     version: '1.0.0',
     description:
-      'Asynchronous agent runs on advertising accounts: start a run with a plain-English brief, poll it, cancel it while queued. ' +
+      'Asynchronous agent runs on advertising accounts: start a run with a plain-English brief, poll it (or follow it as Server-Sent ' +
+      'Events), cancel it while queued; review what it proposed in the approvals queue, approve or reject it, propose bidding targets, ' +
+      'read the account’s event history, and stop auto-apply with the workspace kill switch. ' +
       'Every error is an RFC 9457 problem (`application/problem+json`) carrying `request_id`; validation problems add `errors[]` ' +
       'with a JSON pointer per violation. Every response carries `X-Request-Id`.',
   },
   servers: [{ url: 'http://localhost:8080', description: 'Replaced by PUBLIC_BASE_URL when served.' }],
   security: [{ bearerAuth: [] }],
   tags: [
-    { name: 'runs', description: 'Agent runs: create, poll, cancel.' },
+    { name: 'runs', description: 'Agent runs: create, poll, cancel, follow as Server-Sent Events.' },
     { name: 'accounts', description: 'Advertising accounts (projectIds) of the key’s workspace.' },
+    { name: 'campaigns', description: 'An account’s campaigns, and proposing a new bidding target.' },
+    { name: 'approvals', description: 'Proposed actions and their lifecycle: list, approve, reject.' },
+    { name: 'history', description: 'The event history of an account, from the event log.' },
+    { name: 'workspace', description: 'The workspace kill switch.' },
     { name: 'operations', description: 'Probes and this document.' },
   ],
   paths: {
@@ -250,6 +362,284 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/v1/runs/{runId}/events': {
+      get: {
+        operationId: 'streamRunEvents',
+        tags: ['runs'],
+        summary: 'Follow a run as Server-Sent Events',
+        description:
+          'The run’s milestones as Server-Sent Events, for clients that would rather not poll. Event names: ' +
+          `${RUN_STREAM_EVENTS.map((name) => `\`${name}\``).join(', ')}. The stream opens with \`retry: 3000\`, then sends, in order, ` +
+          '`queued`, `started`, one `tool_called` per tool call, one `action_proposed` per action, and exactly one terminal event ' +
+          '(`succeeded`, `failed` or `canceled`), after which the server closes the stream. Each event’s `id` is its stream sequence and its `data` is JSON ' +
+          '(schemas `RunStream…Data`; `data.seq` repeats the `id`); comments (`: keep-alive`) are sent every 15 s. A reconnect with ' +
+          '`Last-Event-ID` (or `?last_event_id=`, for clients that cannot set headers) resumes exactly after that event; a reconnect ' +
+          'after the terminal event answers 204, which tells EventSource to stop. A run of another workspace is indistinguishable ' +
+          'from a missing one (404).',
+        parameters: [
+          parameterRef('RunId'),
+          parameterRef('LastEventId'),
+          parameterRef('LastEventIdQuery'),
+          parameterRef('XRequestId'),
+        ],
+        responses: {
+          '200': {
+            description: 'The event stream; it ends after the run’s terminal event.',
+            headers: {
+              ...requestIdHeader,
+              'Cache-Control': { description: 'Never cached or transformed.', required: true, schema: { type: 'string', const: 'no-cache, no-transform' } },
+              'X-Accel-Buffering': { description: 'Tells a buffering reverse proxy (nginx) to pass events through at once.', schema: { type: 'string', const: 'no' } },
+            },
+            content: {
+              'text/event-stream': {
+                schema: {
+                  type: 'string',
+                  pattern: '^retry: [0-9]+\\n\\n',
+                  description: 'SSE text (`id:`, `event:`, `data:` lines, events separated by a blank line).',
+                },
+                'x-itemSchema': ref('RunStreamMessage'),
+              },
+            },
+          },
+          '204': {
+            description: 'The run is terminal and `Last-Event-ID` is at or after its last event: nothing more will come.',
+            headers: requestIdHeader,
+          },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('RunNotFound'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/campaigns': {
+      get: {
+        operationId: 'listCampaigns',
+        tags: ['campaigns'],
+        summary: 'List the campaigns of an account',
+        description:
+          'Read from the account’s advertising platform: status, daily budget and bidding strategy (type, target CPA, target ROAS ' +
+          'percent, portfolio). Money is in account currency units.',
+        parameters: [parameterRef('ProjectId'), parameterRef('XRequestId')],
+        responses: {
+          '200': { description: 'The campaigns, by name.', headers: requestIdHeader, content: json(ref('CampaignList')) },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('AccountNotFound'),
+          '409': responseRef('AccountNotConnected'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/campaigns/{campaignId}/target': {
+      post: {
+        operationId: 'setCampaignTarget',
+        tags: ['campaigns'],
+        summary: 'Propose a new target CPA or ROAS for a campaign',
+        'x-required-scope': 'write',
+        description:
+          'Proposes a change of the target on the bidding strategy the campaign already uses; the proposal goes through the same ' +
+          'safe-apply policy and auto-apply gates as the agent’s, and the response is the resulting action. `target_cpa` needs ' +
+          '`maximize_conversions` with a target CPA, `target_roas_pct` needs `maximize_conversion_value` with a target ROAS; anything ' +
+          'else is refused with 409 `strategy-mismatch` (changing the strategy type is not supported). A campaign on a portfolio ' +
+          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied.',
+        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), parameterRef('XRequestId')],
+        requestBody: {
+          required: true,
+          description: 'Exactly one of `target_cpa` and `target_roas_pct` (both or neither: 422). Unknown members are refused (422).',
+          content: json(ref('SetTargetRequest')),
+        },
+        responses: {
+          '200': { description: 'The proposed action.', headers: requestIdHeader, content: json(ref('TargetAction')) },
+          '400': responseRef('MalformedJson'),
+          '401': responseRef('Unauthorized'),
+          '403': responseRef('Forbidden'),
+          '404': {
+            description: 'No such account (`account-not-found`) or no such campaign in it, or a removed one (`campaign-not-found`).',
+            headers: requestIdHeader,
+            content: problem(),
+          },
+          '409': {
+            description:
+              'The target does not fit the campaign’s bidding strategy (`strategy-mismatch`, naming the strategy and the field it takes), ' +
+              'or the account has no connected advertising platform (`account-not-connected`).',
+            headers: requestIdHeader,
+            content: problem('TargetConflictProblem'),
+          },
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': responseRef('ValidationFailed'),
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/approvals': {
+      get: {
+        operationId: 'listApprovals',
+        tags: ['approvals'],
+        summary: 'List the actions of an account with their status',
+        description:
+          'Every action proposed on the account (by runs or the target endpoint), oldest first, with where it stands now. Paginated: ' +
+          'pass `next_cursor` as `cursor` for the next page; it is null on the last page.',
+        parameters: [
+          parameterRef('ProjectId'),
+          parameterRef('ApprovalStatus'),
+          parameterRef('RunIdFilter'),
+          parameterRef('ApprovalsLimit'),
+          parameterRef('Cursor'),
+          parameterRef('XRequestId'),
+        ],
+        responses: {
+          '200': { description: 'One page of actions.', headers: requestIdHeader, content: json(ref('ApprovalList')) },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('AccountNotFound'),
+          '422': responseRef('InvalidQuery'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/approvals/{actionId}/approve': {
+      post: {
+        operationId: 'approveAction',
+        tags: ['approvals'],
+        summary: 'Approve a queued action',
+        'x-required-scope': 'write',
+        description:
+          'Only an action that is `queued` or `returned` can be approved; the apply worker then applies it. Anything else answers 409 ' +
+          '`action-not-in-queue` (of two concurrent approvals, one wins). The response is the action as the approvals list shows it.',
+        parameters: [parameterRef('ProjectId'), parameterRef('ActionId'), parameterRef('XRequestId')],
+        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('ApproveRequest')) },
+        responses: {
+          '200': { description: 'The approved action.', headers: requestIdHeader, content: json(ref('Approval')) },
+          '400': responseRef('MalformedJson'),
+          '401': responseRef('Unauthorized'),
+          '403': responseRef('Forbidden'),
+          '404': responseRef('ActionNotFound'),
+          '409': responseRef('ActionNotInQueue'),
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': responseRef('ValidationFailed'),
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/approvals/{actionId}/reject': {
+      post: {
+        operationId: 'rejectAction',
+        tags: ['approvals'],
+        summary: 'Reject a queued action',
+        'x-required-scope': 'write',
+        description: 'Same rules as approve: only from `queued` or `returned`, otherwise 409 `action-not-in-queue`. A reason is required.',
+        parameters: [parameterRef('ProjectId'), parameterRef('ActionId'), parameterRef('XRequestId')],
+        requestBody: { required: true, content: json(ref('RejectRequest')) },
+        responses: {
+          '200': { description: 'The rejected action.', headers: requestIdHeader, content: json(ref('Approval')) },
+          '400': responseRef('MalformedJson'),
+          '401': responseRef('Unauthorized'),
+          '403': responseRef('Forbidden'),
+          '404': responseRef('ActionNotFound'),
+          '409': responseRef('ActionNotInQueue'),
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': responseRef('ValidationFailed'),
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/accounts/{projectId}/history': {
+      get: {
+        operationId: 'listHistory',
+        tags: ['history'],
+        summary: 'Read the event history of an account',
+        description:
+          'Every event of the account, read from the event log itself in stream order: the event envelope (docs/events.md) plus its ' +
+          'stream sequence `seq`; `ToolCalled` events carry the tool’s full output. `next_cursor` is the `seq` to pass as `cursor` for ' +
+          'the next page (null on the last); `run_id` keeps the events correlated with one run.',
+        parameters: [
+          parameterRef('ProjectId'),
+          parameterRef('HistoryCursor'),
+          parameterRef('HistoryLimit'),
+          parameterRef('RunIdFilter'),
+          parameterRef('XRequestId'),
+        ],
+        responses: {
+          '200': { description: 'One page of events.', headers: requestIdHeader, content: json(ref('HistoryList')) },
+          '401': responseRef('Unauthorized'),
+          '404': responseRef('AccountNotFound'),
+          '422': responseRef('InvalidQuery'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/api/v1/workspace/kill-switch': {
+      get: {
+        operationId: 'getKillSwitch',
+        tags: ['workspace'],
+        summary: 'Read the workspace kill switch',
+        description: 'Any scope may read it: it explains why actions are queued instead of auto-applied.',
+        parameters: [parameterRef('XRequestId')],
+        responses: {
+          '200': { description: 'The kill switch of the key’s workspace.', headers: requestIdHeader, content: json(ref('KillSwitch')) },
+          '401': responseRef('Unauthorized'),
+          '500': responseRef('InternalError'),
+        },
+      },
+    },
+    '/api/v1/workspace/kill-switch/engage': {
+      post: {
+        operationId: 'engageKillSwitch',
+        tags: ['workspace'],
+        summary: 'Engage the workspace kill switch',
+        'x-required-scope': 'admin',
+        description:
+          'Engaged, no new action is auto-applied (they are queued, with the reason) and the apply worker sends auto-applied actions ' +
+          'that are not live yet back to the queue; actions a person approved are still applied. Engaging an engaged switch changes nothing.',
+        parameters: [parameterRef('XRequestId')],
+        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('KillSwitchRequest')) },
+        responses: {
+          '200': {
+            description: 'The kill switch, engaged.',
+            headers: requestIdHeader,
+            content: json({ allOf: [ref('KillSwitch'), { type: 'object', properties: { engaged: { const: true } } }] }),
+          },
+          '400': responseRef('MalformedJson'),
+          '401': responseRef('Unauthorized'),
+          '403': responseRef('Forbidden'),
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': responseRef('ValidationFailed'),
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
+    '/api/v1/workspace/kill-switch/release': {
+      post: {
+        operationId: 'releaseKillSwitch',
+        tags: ['workspace'],
+        summary: 'Release the workspace kill switch',
+        'x-required-scope': 'admin',
+        description: 'Auto-apply works again for new proposals. Releasing a released switch changes nothing.',
+        parameters: [parameterRef('XRequestId')],
+        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('KillSwitchRequest')) },
+        responses: {
+          '200': {
+            description: 'The kill switch, released.',
+            headers: requestIdHeader,
+            content: json({ allOf: [ref('KillSwitch'), { type: 'object', properties: { engaged: { const: false } } }] }),
+          },
+          '400': responseRef('MalformedJson'),
+          '401': responseRef('Unauthorized'),
+          '403': responseRef('Forbidden'),
+          '413': responseRef('PayloadTooLarge'),
+          '415': responseRef('UnsupportedMediaType'),
+          '422': responseRef('ValidationFailed'),
+          '500': responseRef('InternalError'),
+          '503': responseRef('ServiceUnavailable'),
+        },
+      },
+    },
     '/healthz': {
       get: {
         operationId: 'liveness',
@@ -312,7 +702,9 @@ export const openApiDocument = {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'ak_<key id: 32 hex>_<secret: 43 base64url>',
-        description: 'API key as `Authorization: Bearer <API_KEY>`. Scopes are read < write < admin; every scope may use the endpoints described here.',
+        description:
+          'API key as `Authorization: Bearer <API_KEY>`. Scopes are read < write < admin; an operation needing more than read says so in ' +
+          '`x-required-scope` and answers 403 `insufficient-scope` to a lower key.',
       },
     },
     parameters: {
@@ -329,6 +721,83 @@ export const openApiDocument = {
         required: false,
         description: 'Makes a POST retry-safe: 1 to 255 printable ASCII characters, scoped to the API key, remembered 24 hours. Invalid values answer 400.',
         schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+      },
+      ProjectId: {
+        name: 'projectId',
+        in: 'path',
+        required: true,
+        description: 'The account (an `id` from GET /api/v1/accounts). Anything that is not an account of the key’s workspace answers 404.',
+        schema: { type: 'string' },
+      },
+      CampaignId: {
+        name: 'campaignId',
+        in: 'path',
+        required: true,
+        description: 'A campaign `id` from GET /api/v1/accounts/{projectId}/campaigns; anything else (or a removed campaign) answers 404.',
+        schema: { type: 'string' },
+      },
+      ActionId: {
+        name: 'actionId',
+        in: 'path',
+        required: true,
+        description: 'An action `id` (from a run’s `result.actions`, the target endpoint or the approvals list); anything else answers 404.',
+        schema: { type: 'string' },
+      },
+      LastEventId: {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        description: 'The `id` of the last event received; the stream resumes after it. Sent by EventSource on reconnect. Other values are ignored.',
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+      LastEventIdQuery: {
+        name: 'last_event_id',
+        in: 'query',
+        required: false,
+        description: 'Same as `Last-Event-ID`, for clients that cannot set headers; the header wins when both are sent.',
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+      },
+      ApprovalStatus: {
+        name: 'status',
+        in: 'query',
+        required: false,
+        description: 'Only actions with this status.',
+        schema: { enum: [...ACTION_STATUSES] },
+      },
+      RunIdFilter: {
+        name: 'run_id',
+        in: 'query',
+        required: false,
+        description: 'Only what belongs to this run (a run id; anything else answers 422).',
+        schema: uuid,
+      },
+      ApprovalsLimit: {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        description: `Page size, 1 to ${APPROVALS_PAGE.max}.`,
+        schema: { type: 'integer', minimum: 1, maximum: APPROVALS_PAGE.max, default: APPROVALS_PAGE.default },
+      },
+      Cursor: {
+        name: 'cursor',
+        in: 'query',
+        required: false,
+        description: 'The `next_cursor` of the previous page.',
+        schema: cursorString,
+      },
+      HistoryLimit: {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        description: `Page size, 1 to ${HISTORY_PAGE.max}.`,
+        schema: { type: 'integer', minimum: 1, maximum: HISTORY_PAGE.max, default: HISTORY_PAGE.default },
+      },
+      HistoryCursor: {
+        name: 'cursor',
+        in: 'query',
+        required: false,
+        description: 'The `next_cursor` of the previous page: events after this stream sequence.',
+        schema: { ...cursorString, default: '0' },
       },
       IfNoneMatch: {
         name: 'If-None-Match',
@@ -403,15 +872,51 @@ export const openApiDocument = {
         headers: requestIdHeader,
         content: problem(),
       },
+      MalformedJson: {
+        description: 'The body is not JSON (`malformed-json`).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      ValidationFailed: {
+        description: 'The body breaks the schema (`validation-error`, with `errors[]`: a JSON pointer into the body per violation).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      InvalidQuery: {
+        description: 'A query parameter is invalid (`validation-error`, with `errors[]`: pointer `/<parameter name>` per violation).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      AccountNotFound: {
+        description: 'No account `projectId` in the key’s workspace (`account-not-found`); another workspace’s account looks exactly the same.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      AccountNotConnected: {
+        description: 'The account has no connected advertising platform (`account-not-connected`).',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      ActionNotFound: {
+        description:
+          'No such account (`account-not-found`) or no action `actionId` in it (`action-not-found`); another workspace’s look exactly the same.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      ActionNotInQueue: {
+        description: 'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`).',
+        headers: requestIdHeader,
+        content: problem('ActionNotInQueueProblem'),
+      },
       Unauthorized: {
         description: 'Authorization is missing, not Bearer, malformed, unknown, wrong or revoked (`unauthorized`); all look alike.',
         headers: { ...requestIdHeader, 'WWW-Authenticate': headerRef('WWWAuthenticate') },
         content: problem(),
       },
       Forbidden: {
-        description: 'The key’s scope is below what the operation needs (`insufficient-scope`). No endpoint described here needs more than read.',
+        description: 'The key’s scope is below the operation’s `x-required-scope` (`insufficient-scope`, with `required_scope` and `key_scope`).',
         headers: { ...requestIdHeader, 'WWW-Authenticate': headerRef('WWWAuthenticate') },
-        content: problem(),
+        content: problem('InsufficientScopeProblem'),
       },
       RunNotFound: {
         description: 'No such run in the key’s workspace (`run-not-found`); another workspace’s run looks exactly the same.',

@@ -1,0 +1,75 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ProjectorStatus } from '../../projections/runtime/projector.ts';
+
+export interface MetricsSources {
+  /** Status of the projectors this process runs (empty when it runs none). */
+  projectors(): readonly ProjectorStatus[];
+  /** The stream's last sequence, for projector lag. */
+  streamHead(): Promise<number>;
+}
+
+/**
+ * The process's Prometheus metrics (GET /metrics). One registry per service instance, so
+ * several services in one process (the tests) do not share counters. Counters count what
+ * this process did; sum them across processes.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests: Histogram<'method' | 'route' | 'status'>;
+  readonly runsFinished: Counter<'outcome' | 'code'>;
+  readonly applyResults: Counter<'result'>;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.httpRequests = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP requests by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.runsFinished = new Counter({
+      name: 'agent_runs_finished_total',
+      help: 'Runs this process ended, by outcome and error code.',
+      labelNames: ['outcome', 'code'],
+      registers,
+    });
+    this.applyResults = new Counter({
+      name: 'apply_results_total',
+      help: 'Apply attempts this process ended: applied, failed (will retry) or returned to the queue.',
+      labelNames: ['result'],
+      registers,
+    });
+    new Gauge({
+      name: 'projector_checkpoint_sequence',
+      help: 'Last stream sequence each projector applied.',
+      labelNames: ['projection'],
+      registers,
+      collect() {
+        for (const status of sources.projectors()) this.set({ projection: status.name }, status.lastSeq);
+      },
+    });
+    new Gauge({
+      name: 'projector_stalled',
+      help: '1 while a projector fails to apply a batch (it retries; nothing is skipped).',
+      labelNames: ['projection'],
+      registers,
+      collect() {
+        for (const status of sources.projectors()) this.set({ projection: status.name }, status.stalled ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'projector_lag_events',
+      help: 'Events in the stream a projector has not applied yet.',
+      labelNames: ['projection'],
+      registers,
+      async collect() {
+        const statuses = sources.projectors();
+        if (statuses.length === 0) return;
+        const head = await sources.streamHead();
+        for (const status of statuses) this.set({ projection: status.name }, Math.max(0, head - status.lastSeq));
+      },
+    });
+  }
+}

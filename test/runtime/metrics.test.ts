@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { sql } from 'kysely';
+import { eventually } from '../support/eventually.ts';
+import { startRun, waitForTerminalRun } from '../support/runs.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+
+describe('GET /metrics and a stalled projector', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+
+  before(async () => {
+    svc = await startTestService('metrics');
+    tenant = await svc.tenant();
+  });
+  after(async () => svc?.stop());
+
+  const metrics = async () => {
+    const response = await svc.request('GET', '/metrics');
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.include('text/plain');
+    return response.text();
+  };
+  const value = (text: string, series: string) => {
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  };
+
+  it('counts requests by route template, runs by outcome, and shows projector positions', async () => {
+    const run = await waitForTerminalRun(svc, tenant.keys.write, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Find wasted spend', true));
+    expect(run.status).to.equal('succeeded');
+    await eventually(async () => {
+      const text = await metrics();
+      expect(value(text, 'agent_runs_finished_total{outcome="succeeded",code=""}')).to.equal(1);
+      expect(value(text, 'http_request_duration_seconds_count{method="POST",route="/api/v1/runs",status="202"}')).to.equal(1);
+      expect(text).to.include('route="/api/v1/runs/:runId"').and.not.include(`route="/api/v1/runs/${run.id}"`);
+      expect(value(text, 'projector_stalled{projection="runs"}')).to.equal(0);
+      expect(value(text, 'projector_checkpoint_sequence{projection="runs"}')).to.be.greaterThan(0);
+      expect(value(text, 'apply_results_total{result="applied"}')).to.equal(run.result.actions.filter((a: { disposition: string }) => a.disposition === 'auto_applied').length);
+    });
+  });
+
+  it('reports a projector that cannot apply its events in the metrics and in /readyz, until it recovers', async () => {
+    const db = svc.service.infrastructure.database.db;
+    await sql`alter table approvals rename to approvals_offline`.execute(db);
+    try {
+      // Any new action event makes the approvals projector fail.
+      const campaigns = (await (await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox2}/campaigns`, { key: tenant.keys.read })).json()) as {
+        data: { id: string; status: string; bidding_strategy: { type: string; target_cpa: number | null; portfolio: unknown } }[];
+      };
+      const cpa = campaigns.data.find((c) => c.bidding_strategy.type === 'maximize_conversions' && c.bidding_strategy.target_cpa !== null && !c.bidding_strategy.portfolio)!;
+      const proposed = await svc.request('POST', `/api/v1/accounts/${tenant.accounts.sandbox2}/campaigns/${cpa.id}/target`, {
+        key: tenant.keys.write,
+        body: { target_cpa: Math.round(cpa.bidding_strategy.target_cpa! * 103) / 100, reason: 'test' },
+      });
+      expect(proposed.status).to.equal(200);
+      await eventually(async () => {
+        expect(value(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(1);
+        const ready = await svc.request('GET', '/readyz');
+        expect(ready.status).to.equal(503);
+        const body = (await ready.json()) as { checks: { projections: { ok: boolean; detail: string } } };
+        expect(body.checks.projections.detail).to.include('approvals stalled');
+      });
+      expect(value(await metrics(), 'projector_lag_events{projection="approvals"}')).to.be.greaterThan(0);
+    } finally {
+      await sql`alter table approvals_offline rename to approvals`.execute(db);
+    }
+    await eventually(async () => {
+      expect(value(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(0);
+      expect((await svc.request('GET', '/readyz')).status).to.equal(200);
+    }, 15_000);
+  });
+});
