@@ -21,11 +21,8 @@ async function main(): Promise<void> {
   try {
     service = await startService(config, logger);
   } catch (error) {
-    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError) {
-      console.error(`startup: ${error.message}`);
-      process.exit(1);
-    }
-    throw error;
+    console.error(`startup: ${describeStartupError(error, config.host, config.port)}`);
+    process.exit(1);
   }
   console.error(`ads-agent-runs listening on ${service.http?.url ?? '(no http role)'} (roles: ${config.roles.join(', ')})`);
   let stopping = false;
@@ -43,6 +40,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** One line a user can act on; the details of anything unexpected go to the debug log. */
+function describeStartupError(error: unknown, host: string, port: number): string {
+  if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError) return error.message;
+  const code = (error as { code?: string }).code;
+  if (code === 'EADDRINUSE') return `port ${port} on ${host} is already in use; stop what holds it or set PORT`;
+  if (code === 'EACCES') return `not allowed to listen on ${host}:${port}; choose a port above 1024 with PORT`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 await main();

@@ -83,6 +83,23 @@ describe('the service process', function () {
     expect(lines[0], 'the password is not printed').not.to.include('secret');
   });
 
+  it('explains a port that is already taken in one line and exits 1', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+    const config = isolatedConfig('process-port');
+    try {
+      const exited = await startMain(envOf(config, port)).exited;
+      expect(exited.code).to.equal(1);
+      expect(exited.stderr.trim().split('\n')).to.have.length(1);
+      expect(exited.stderr).to.include(`port ${port}`).and.include('already in use');
+    } finally {
+      blocker.close();
+      await dropIsolated(config);
+    }
+  });
+
   it('lists every invalid variable at once and exits 2', async () => {
     const exited = await startMain({ PORT: 'eighty', LOG_LEVEL: 'loud', NATS_URL: 'http://x' }).exited;
     expect(exited.code).to.equal(2);
