@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { openApiDocument, type OpenApiDocument, type OpenApiOperation } from '../../src/http/openapi/openapi-document.ts';
+import { RUN_STREAM_EVENTS } from '../../src/http/routes/run-event-stream.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, PUBLIC_BASE_URL } from './support/api-call.ts';
 import { OpenApiResponseValidator, resolvePointer, unresolvedRefs } from './support/openapi-response-validator.ts';
@@ -8,11 +9,32 @@ const ENDPOINTS = [
   'POST /api/v1/runs',
   'GET /api/v1/runs/{runId}',
   'DELETE /api/v1/runs/{runId}',
+  'GET /api/v1/runs/{runId}/events',
   'GET /api/v1/accounts',
+  'GET /api/v1/accounts/{projectId}/campaigns',
+  'POST /api/v1/accounts/{projectId}/campaigns/{campaignId}/target',
+  'GET /api/v1/accounts/{projectId}/approvals',
+  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/approve',
+  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/reject',
+  'GET /api/v1/accounts/{projectId}/history',
+  'GET /api/v1/workspace/kill-switch',
+  'POST /api/v1/workspace/kill-switch/engage',
+  'POST /api/v1/workspace/kill-switch/release',
   'GET /healthz',
   'GET /readyz',
+  'GET /metrics',
   'GET /api/v1/openapi.json',
 ];
+/** Operations without authentication. */
+const PUBLIC_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/v1/openapi.json'];
+/** Operations that need more than a read key, with the scope they need. */
+const SCOPED_OPERATIONS = {
+  'POST /api/v1/accounts/{projectId}/campaigns/{campaignId}/target': 'write',
+  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/approve': 'write',
+  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/reject': 'write',
+  'POST /api/v1/workspace/kill-switch/engage': 'admin',
+  'POST /api/v1/workspace/kill-switch/release': 'admin',
+} as Record<string, string>;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 function operationsOf(document: OpenApiDocument): { name: string; path: string; operation: OpenApiOperation }[] {
@@ -80,6 +102,7 @@ describe('OpenAPI document', function () {
   it('documents every error response as application/problem+json, except the readiness probe', () => {
     for (const { name, operation } of operationsOf(served)) {
       if (name === 'GET /readyz') continue;
+      if (!PUBLIC_OPERATIONS.includes(name)) expect(operation.responses, `${name} has no 401`).to.have.property('401');
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) < 400) continue;
         const resolved = ('$ref' in response ? resolvePointer(served, response.$ref) : response) as { content?: Record<string, unknown> };
@@ -89,7 +112,7 @@ describe('OpenAPI document', function () {
   });
 
   it('declares every path parameter of a template, and requires bearer auth everywhere but the probes and itself', () => {
-    const publicOperations = ['GET /healthz', 'GET /readyz', 'GET /api/v1/openapi.json'];
+    const publicOperations = PUBLIC_OPERATIONS;
     expect(served.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
     expect(served.security).to.deep.equal([{ bearerAuth: [] }]);
     for (const { name, path, operation } of operationsOf(served)) {
@@ -102,6 +125,46 @@ describe('OpenAPI document', function () {
       if (publicOperations.includes(name)) expect(operation.security, name).to.deep.equal([]);
       else expect(operation.security, name).to.equal(undefined);
     }
+  });
+
+  it('names the scope of every operation that needs more than read, and documents its 403', () => {
+    for (const { name, operation } of operationsOf(served)) {
+      expect(operation['x-required-scope'], name).to.equal(SCOPED_OPERATIONS[name]);
+      if (SCOPED_OPERATIONS[name]) {
+        expect(operation.responses['403'], name).to.deep.equal({ $ref: '#/components/responses/Forbidden' });
+      } else {
+        expect(operation.responses, name).to.not.have.property('403');
+      }
+    }
+  });
+
+  it('describes the run event stream: text/event-stream, 204 after the end, Last-Event-ID, each event name', () => {
+    const stream = served.paths['/api/v1/runs/{runId}/events']!.get!;
+    expect(Object.keys(stream.responses)).to.have.members(['200', '204', '401', '404', '500']);
+    const ok = stream.responses['200'] as { content: Record<string, { 'x-itemSchema'?: unknown }> };
+    expect(Object.keys(ok.content)).to.deep.equal(['text/event-stream']);
+    expect(ok.content['text/event-stream']!['x-itemSchema']).to.deep.equal({ $ref: '#/components/schemas/RunStreamMessage' });
+    expect((stream.responses['204'] as { content?: unknown }).content).to.equal(undefined);
+    const parameters = (stream.parameters ?? []).map((p) => ('$ref' in p ? (resolvePointer(served, p.$ref) as { name: string; in: string }) : p));
+    expect(parameters.map((p) => `${p.in} ${p.name}`)).to.include.members(['header Last-Event-ID', 'query last_event_id', 'path runId']);
+    for (const event of RUN_STREAM_EVENTS) expect(stream.description, event).to.include(`\`${event}\``);
+    const validator = new OpenApiResponseValidator(served);
+    const message = { id: '12', event: 'queued', data: { seq: 12, run_id: '0190b2a0-0000-7000-8000-000000000001', time: '2025-01-01T00:00:00.000Z', status: 'queued' } };
+    expect(() => validator.assertComponent('RunStreamMessage', message)).to.not.throw();
+    expect(() => validator.assertComponent('RunStreamMessage', { ...message, event: 'started' })).to.throw(/RunStreamMessage/);
+    expect(() => validator.assertComponent('RunStreamMessage', { ...message, event: 'finished' })).to.throw(/RunStreamMessage/);
+  });
+
+  it('takes exactly one of target_cpa and target_roas_pct in the campaign target body', () => {
+    const target = served.paths['/api/v1/accounts/{projectId}/campaigns/{campaignId}/target']!.post!;
+    const validate = new OpenApiResponseValidator(served).compileSchema(target.requestBody!.content['application/json']!.schema);
+    expect(validate({ target_cpa: 12.5, reason: 'r' })).to.equal(true);
+    expect(validate({ target_roas_pct: 300, reason: 'r', auto_apply: true })).to.equal(true);
+    expect(validate({ target_cpa: 12.5, target_roas_pct: 300, reason: 'r' })).to.equal(false);
+    expect(validate({ reason: 'r' })).to.equal(false);
+    expect(validate({ target_cpa: 12.5 })).to.equal(false);
+    expect(validate({ target_cpa: 0, reason: 'r' })).to.equal(false);
+    expect(validate({ target_cpa: 12.5, reason: 'r', extra: 1 })).to.equal(false);
   });
 
   it('refuses unknown members in the create-run body', () => {
@@ -130,6 +193,23 @@ describe('OpenAPI document', function () {
       'AccountList',
       'Problem',
       'CreateRunRequest',
+      'Campaign',
+      'CampaignList',
+      'BiddingStrategy',
+      'SetTargetRequest',
+      'TargetAction',
+      'TargetConflictProblem',
+      'Approval',
+      'ApprovalList',
+      'ApproveRequest',
+      'RejectRequest',
+      'ActionNotInQueueProblem',
+      'InsufficientScopeProblem',
+      'HistoryEntry',
+      'HistoryList',
+      'KillSwitch',
+      'KillSwitchRequest',
+      'RunStreamMessage',
     ]);
   });
 
@@ -184,6 +264,77 @@ describe('OpenAPI document', function () {
       expect(check({ ...run, result: { ...run.result, secret: 'x' } })).to.throw(/schema/);
       expect(check({ ...run, result: { ...run.result, actions: [{ ...run.result.actions[0], risk_tier: 'yolo' }] } })).to.throw(/schema/);
       expect(check({ ...run, error: { code: 'internal', message: 'x' } })).to.throw(/schema/);
+    });
+
+    it('holds the new resources to their shapes: params by kind, event data by type, strategy targets, problem members', () => {
+      const valid = (name: string, value: unknown) => validator.componentValidator(name)(value);
+      const approval = {
+        id: '0190b2a0-0000-7000-8000-000000000003',
+        object: 'action',
+        kind: 'set_target_cpa',
+        summary: 'Change the target CPA',
+        reason: 'r',
+        params: { campaign_id: '123', target_cpa: 12.5 },
+        risk_tier: 'safe',
+        disposition: 'queued',
+        policy_reasons: [],
+        approvals_url: 'http://api.test/api/v1/accounts/p/approvals',
+        status: 'approved',
+        status_reason: null,
+        run_id: null,
+        project_id: 'p',
+        created_at: '2025-01-01T00:00:00.000Z',
+        updated_at: '2025-01-01T00:00:01.000Z',
+      };
+      expect(valid('Approval', approval)).to.equal(true);
+      expect(valid('Approval', { ...approval, params: { campaign_id: '123', target_roas_pct: 300 } })).to.equal(false);
+      expect(valid('Approval', { ...approval, status: 'blocked' })).to.equal(false);
+      expect(valid('Approval', { ...approval, status: 'done' })).to.equal(false);
+      const entry = {
+        seq: 7,
+        id: '0190b2a0-0000-7000-8000-000000000004',
+        type: 'ActionApproved',
+        version: 1,
+        time: '2025-01-01T00:00:00.000Z',
+        workspace_id: 'w',
+        account_id: 'p',
+        aggregate: { type: 'action', id: 'a' },
+        actor: { kind: 'api_key', id: 'k' },
+        correlation_id: 'c',
+        data: { note: '' },
+        prev_hash: '0'.repeat(64),
+        hash: 'f'.repeat(64),
+      };
+      expect(valid('HistoryEntry', entry)).to.equal(true);
+      expect(valid('HistoryEntry', { ...entry, data: { reason: 'x' } })).to.equal(false);
+      expect(valid('HistoryEntry', { ...entry, aggregate: { type: 'run', id: 'a' } })).to.equal(false);
+      expect(valid('HistoryEntry', { ...entry, type: 'SomethingHappened' })).to.equal(false);
+      expect(valid('HistoryEntry', { ...entry, version: 9 })).to.equal(false);
+      const { seq: _seq, ...withoutSeq } = entry;
+      expect(valid('HistoryEntry', withoutSeq)).to.equal(false);
+      const strategy = { type: 'maximize_conversions', target_cpa: 20, target_roas_pct: null, portfolio: null };
+      expect(valid('BiddingStrategy', strategy)).to.equal(true);
+      expect(valid('BiddingStrategy', { ...strategy, target_roas_pct: 300 })).to.equal(false);
+      expect(valid('BiddingStrategy', { ...strategy, type: 'manual_cpc' })).to.equal(false);
+      const mismatch = {
+        type: 'http://api.test/problems/strategy-mismatch',
+        title: 't',
+        status: 409,
+        instance: '/x',
+        request_id: 'r',
+        campaign_id: '1',
+        bidding_strategy: 'manual_cpc',
+        target_cpa: null,
+        target_roas_pct: null,
+        expected_field: null,
+      };
+      expect(valid('TargetConflictProblem', mismatch)).to.equal(true);
+      const { expected_field: _expected, ...withoutExpected } = mismatch;
+      expect(valid('TargetConflictProblem', withoutExpected)).to.equal(false);
+      expect(valid('TargetConflictProblem', { ...withoutExpected, type: 'http://api.test/problems/account-not-connected' })).to.equal(true);
+      const killSwitch = { object: 'kill_switch', workspace_id: 'w', engaged: true, reason: '', since: null };
+      expect(valid('KillSwitch', killSwitch)).to.equal(false);
+      expect(valid('KillSwitch', { ...killSwitch, since: '2025-01-01T00:00:00.000Z' })).to.equal(true);
     });
 
     it('rejects an undocumented status, a missing required header and an undocumented media type', () => {

@@ -676,6 +676,24 @@ export const openApiDocument = {
         },
       },
     },
+    '/metrics': {
+      get: {
+        operationId: 'metrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        description:
+          'The Prometheus text exposition format: requests by route template, runs by outcome, apply results, projector checkpoints, ' +
+          'lag and stalls, and process metrics. Unauthenticated like the probes: it holds no tenant data; expose it only on the internal network.',
+        ...unauthenticated,
+        responses: {
+          '200': {
+            description: 'The current metrics.',
+            headers: requestIdHeader,
+            content: { 'text/plain': { schema: { type: 'string', minLength: 1, description: 'Prometheus text format 0.0.4.' } } },
+          },
+        },
+      },
+    },
     '/api/v1/openapi.json': {
       get: {
         operationId: 'openApiDocument',
@@ -1058,18 +1076,8 @@ export const openApiDocument = {
         type: 'object',
         additionalProperties: false,
         required: ['id', 'kind', 'summary', 'risk_tier', 'disposition', 'policy_reasons', 'approvals_url'],
-        properties: {
-          id: { type: 'string', minLength: 1, description: 'Used as {actionId} by the approve endpoint.' },
-          kind: { enum: [...ACTION_KINDS] },
-          summary: { type: 'string' },
-          risk_tier: { enum: [...RISK_TIERS] },
-          disposition: {
-            enum: [...DISPOSITIONS],
-            description: '`auto_applied` means accepted for apply, not live yet: the apply worker may still send it back to the queue.',
-          },
-          policy_reasons: { type: 'array', items: { type: 'string' } },
-          approvals_url: { type: 'string', format: 'uri' },
-        },
+        description: 'The specification’s Action, as a run proposed it. Its later lifecycle is in the approvals view (`Approval`).',
+        properties: actionProperties,
       },
       ToolCall: {
         type: 'object',
@@ -1105,7 +1113,9 @@ export const openApiDocument = {
       },
       Problem: {
         type: 'object',
-        description: 'RFC 9457 problem details. Extension members (e.g. `active_run_id`, `run_status`, `limit_bytes`) may appear.',
+        description:
+          'RFC 9457 problem details. Extension members (e.g. `active_run_id`, `run_status`, `limit_bytes`, `action_status`, ' +
+          '`required_scope`) may appear.',
         required: ['type', 'title', 'status', 'instance', 'request_id'],
         properties: {
           type: { type: 'string', format: 'uri', description: '`{PUBLIC_BASE_URL}/problems/<slug>`.' },
@@ -1129,7 +1139,11 @@ export const openApiDocument = {
         additionalProperties: false,
         required: ['pointer', 'message'],
         properties: {
-          pointer: { type: 'string', pattern: '^/', description: 'JSON pointer (RFC 6901) into the request body; `/` for the body itself.' },
+          pointer: {
+            type: 'string',
+            pattern: '^/',
+            description: 'JSON pointer (RFC 6901) into the request body (`/` for the body itself), or `/<name>` of an invalid query parameter.',
+          },
           message: { type: 'string' },
         },
       },
@@ -1147,6 +1161,292 @@ export const openApiDocument = {
           },
         ],
       },
+      InsufficientScopeProblem: {
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            required: ['required_scope', 'key_scope'],
+            properties: {
+              type: { type: 'string', pattern: '/problems/insufficient-scope$' },
+              status: { const: 403 },
+              required_scope: { enum: [...KEY_SCOPES] },
+              key_scope: { enum: [...KEY_SCOPES] },
+            },
+          },
+        ],
+      },
+      ActionNotInQueueProblem: {
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            required: ['action_status'],
+            properties: {
+              type: { type: 'string', pattern: '/problems/action-not-in-queue$' },
+              status: { const: 409 },
+              action_status: { enum: ACTION_STATUSES.filter((status) => status !== 'queued' && status !== 'returned') },
+            },
+          },
+        ],
+      },
+      TargetConflictProblem: {
+        description: '`strategy-mismatch` carries the campaign’s strategy and the field it takes; `account-not-connected` carries nothing more.',
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            properties: {
+              type: { type: 'string', pattern: '/problems/(strategy-mismatch|account-not-connected)$' },
+              status: { const: 409 },
+            },
+          },
+          {
+            type: 'object',
+            if: { required: ['type'], properties: { type: { type: 'string', pattern: '/problems/strategy-mismatch$' } } },
+            then: {
+              required: ['campaign_id', 'bidding_strategy', 'target_cpa', 'target_roas_pct', 'expected_field'],
+              properties: {
+                campaign_id: campaignIdSchema,
+                bidding_strategy: { enum: [...BIDDING_STRATEGY_TYPES], description: 'The strategy type the campaign uses.' },
+                target_cpa: { type: ['number', 'null'], description: 'Its current target CPA, if it has one.' },
+                target_roas_pct: { type: ['number', 'null'], description: 'Its current target ROAS in percent, if it has one.' },
+                expected_field: {
+                  enum: ['target_cpa', 'target_roas_pct', null],
+                  description: 'The field this campaign takes; null when it takes neither (no target on its strategy).',
+                },
+              },
+            },
+          },
+        ],
+      },
+      Campaign: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'id', 'name', 'status', 'daily_budget', 'bidding_strategy'],
+        properties: {
+          object: { const: 'campaign' },
+          id: { ...campaignIdSchema, description: 'Used as {campaignId} by the target endpoint.' },
+          name: { type: 'string' },
+          status: { enum: [...CAMPAIGN_STATUSES] },
+          daily_budget: { type: 'number', minimum: 0, description: 'In account currency units (12.5 = 12.50).' },
+          bidding_strategy: ref('BiddingStrategy'),
+        },
+      },
+      BiddingStrategy: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['type', 'target_cpa', 'target_roas_pct', 'portfolio'],
+        properties: {
+          type: { enum: [...BIDDING_STRATEGY_TYPES] },
+          target_cpa: { type: ['number', 'null'], exclusiveMinimum: 0, description: 'Set for `maximize_conversions` with a target CPA.' },
+          target_roas_pct: {
+            type: ['number', 'null'],
+            exclusiveMinimum: 0,
+            description: 'Percent (150 = 1.5x); set for `maximize_conversion_value` with a target ROAS.',
+          },
+          portfolio: nullable({
+            ...closed({ id: { type: 'string', minLength: 1 }, name: { type: 'string' }, campaign_ids: { type: 'array', minItems: 1, items: campaignIdSchema } }),
+            description: 'A shared (portfolio) strategy: changing its target moves every campaign on it.',
+          }),
+        },
+        allOf: [
+          {
+            description: 'Only maximize_conversions has a target CPA, only maximize_conversion_value a target ROAS.',
+            if: { required: ['type'], properties: { type: { const: 'maximize_conversions' } } },
+            then: { properties: { target_roas_pct: { type: 'null' } } },
+            else: { properties: { target_cpa: { type: 'null' } } },
+          },
+          {
+            if: { required: ['type'], properties: { type: { const: 'maximize_conversion_value' } } },
+            then: { properties: { target_cpa: { type: 'null' } } },
+            else: { properties: { target_roas_pct: { type: 'null' } } },
+          },
+        ],
+      },
+      CampaignList: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'data'],
+        properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Campaign') } },
+      },
+      SetTargetRequest: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['reason'],
+        oneOf: [{ required: ['target_cpa'] }, { required: ['target_roas_pct'] }],
+        properties: {
+          target_cpa: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000, description: 'New target CPA (rounded to cents).' },
+          target_roas_pct: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, description: 'New target ROAS in percent (rounded to 0.1).' },
+          reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S', description: 'Why; shown to approvers.' },
+          auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply it if it is safe.' },
+        },
+      },
+      TargetAction: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', ...Object.keys(actionProperties), 'status', 'project_id', 'campaign_id'],
+        description: 'The specification’s Action, with `status` (at proposal, the disposition), the account and the campaign.',
+        properties: {
+          object: { const: 'action' },
+          ...actionProperties,
+          kind: { enum: ACTION_KINDS.filter((kind) => kind === 'set_target_cpa' || kind === 'set_target_roas') },
+          status: { enum: [...DISPOSITIONS], description: 'Equal to `disposition`; later changes are in the approvals list.' },
+          project_id: { type: 'string', minLength: 1 },
+          campaign_id: campaignIdSchema,
+        },
+        allOf: DISPOSITIONS.map((disposition) => ({
+          if: { required: ['disposition'], properties: { disposition: { const: disposition } } },
+          then: { properties: { status: { const: disposition } } },
+        })),
+      },
+      Approval: {
+        type: 'object',
+        additionalProperties: false,
+        required: [
+          'id',
+          'object',
+          'kind',
+          'summary',
+          'reason',
+          'params',
+          'risk_tier',
+          'disposition',
+          'policy_reasons',
+          'approvals_url',
+          'status',
+          'status_reason',
+          'run_id',
+          'project_id',
+          'created_at',
+          'updated_at',
+        ],
+        description:
+          'An action as the approvals view shows it: the specification’s Action plus its lifecycle. `status`: queued → approved → ' +
+          'applying → applied; auto_applied → applying → applied; approved/auto_applied/applying → returned (back in the queue); ' +
+          'queued/returned → rejected; blocked never moves.',
+        properties: {
+          ...actionProperties,
+          object: { const: 'action' },
+          reason: { type: 'string', description: 'Why it was proposed.' },
+          params: { type: 'object', description: 'The change, by `kind`.' },
+          status: { enum: [...ACTION_STATUSES] },
+          status_reason: { type: ['string', 'null'], description: 'Why it last changed status (return or rejection reason, platform error).' },
+          run_id: { ...nullable(uuid), description: 'The run that proposed it; null when proposed through the target endpoint.' },
+          project_id: { type: 'string', minLength: 1 },
+          created_at: dateTime,
+          updated_at: dateTime,
+        },
+        allOf: [
+          ...ACTION_KINDS.map((kind) => ({
+            if: { required: ['kind'], properties: { kind: { const: kind } } },
+            then: { properties: { params: ACTION_PARAMS[kind] } },
+          })),
+          {
+            description: 'A blocked action stays blocked, and only a blocked one is.',
+            if: { required: ['disposition'], properties: { disposition: { const: 'blocked' } } },
+            then: { properties: { status: { const: 'blocked' } } },
+            else: { properties: { status: { not: { const: 'blocked' } } } },
+          },
+        ],
+      },
+      ApprovalList: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'data', 'next_cursor'],
+        properties: {
+          object: { const: 'list' },
+          data: { type: 'array', items: ref('Approval') },
+          next_cursor: { ...nullable(cursorString), description: 'Pass as `cursor` for the next page; null on the last page.' },
+        },
+      },
+      ApproveRequest: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { note: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
+      },
+      RejectRequest: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['reason'],
+        properties: { reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S' } },
+      },
+      KillSwitch: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'workspace_id', 'engaged', 'reason', 'since'],
+        properties: {
+          object: { const: 'kill_switch' },
+          workspace_id: { type: 'string', minLength: 1 },
+          engaged: { type: 'boolean' },
+          reason: { type: 'string', description: 'Reason given with the last engage or release; empty when none was.' },
+          since: { ...nullableDateTime, description: 'When it was last engaged or released; null if never.' },
+        },
+        allOf: [{ if: { required: ['engaged'], properties: { engaged: { const: true } } }, then: { properties: { since: dateTime } } }],
+      },
+      KillSwitchRequest: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { reason: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
+      },
+      HistoryEntry: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['seq', 'id', 'type', 'version', 'time', 'workspace_id', 'account_id', 'aggregate', 'actor', 'correlation_id', 'data', 'prev_hash', 'hash'],
+        description:
+          'An event envelope as stored (docs/events.md) plus its stream sequence. `data` is the schema of its `type` and `version` in ' +
+          'the event catalogue.',
+        properties: {
+          seq: { type: 'integer', minimum: 1, description: 'Stream sequence; increasing through the history.' },
+          id: uuid,
+          type: { enum: EVENT_TYPES },
+          version: { type: 'integer', minimum: 1 },
+          time: dateTime,
+          workspace_id: { type: 'string', minLength: 1 },
+          account_id: { type: ['string', 'null'], minLength: 1 },
+          aggregate: closed({ type: { enum: [...AGGREGATE_TYPES] }, id: { type: 'string', minLength: 1 } }),
+          actor: closed({ kind: { enum: [...ACTOR_KINDS] }, id: { type: 'string', minLength: 1 } }),
+          correlation_id: { type: 'string', minLength: 1, description: 'Run id or request id that caused the event.' },
+          data: { type: 'object' },
+          prev_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+        },
+        anyOf: EVENT_DEFINITIONS.map((definition) => ({
+          required: ['type', 'version', 'aggregate', 'data'],
+          properties: {
+            type: { const: definition.type },
+            version: { const: definition.version },
+            aggregate: { type: 'object', properties: { type: { const: definition.aggregate } } },
+            data: definition.data,
+          },
+        })),
+      },
+      HistoryList: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['object', 'data', 'next_cursor'],
+        properties: {
+          object: { const: 'list' },
+          data: { type: 'array', items: ref('HistoryEntry') },
+          next_cursor: { ...nullable(cursorString), description: 'The last `seq` of this page, to pass as `cursor`; null on the last page.' },
+        },
+      },
+      RunStreamMessage: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'event', 'data'],
+        description: 'One Server-Sent Event of GET /api/v1/runs/{runId}/events, its `data` parsed from JSON.',
+        properties: {
+          id: { type: 'string', pattern: '^[1-9][0-9]*$', description: 'Stream sequence of the event; send it back as `Last-Event-ID`.' },
+          event: { enum: [...RUN_STREAM_EVENTS] },
+          data: { type: 'object' },
+        },
+        allOf: RUN_STREAM_EVENTS.map((event) => ({
+          if: { required: ['event'], properties: { event: { const: event } } },
+          then: { properties: { data: ref(streamDataSchemaName(event)) } },
+        })),
+      },
+      ...Object.fromEntries(RUN_STREAM_EVENTS.map((event) => [streamDataSchemaName(event), RUN_STREAM_DATA[event]])),
       Health: {
         type: 'object',
         additionalProperties: false,
