@@ -162,8 +162,9 @@ async function compareReadModel(
     for (const table of projection.tables) {
       const fresh = await dumpTable(db, shadow, table);
       const liveRows = live[table]!;
-      const onlyLive = liveRows.filter((r) => !fresh.includes(r));
-      const onlyFresh = fresh.filter((r) => !liveRows.includes(r));
+      // Multiset difference in linear time: rows are canonical JSON strings.
+      const onlyLive = multisetMinus(liveRows, fresh);
+      const onlyFresh = multisetMinus(fresh, liveRows);
       if (onlyLive.length > 0 || onlyFresh.length > 0) {
         return describeMismatch(projection.name, table, checkpoint, onlyLive, onlyFresh);
       }
@@ -197,6 +198,19 @@ function describeMismatch(projection: string, table: string, checkpoint: number,
     subject: `${projection}.${table}`,
     detail: `${detail} (${Math.max(onlyLive.length, onlyFresh.length)} row(s) differ from a fresh fold up to sequence ${checkpoint})`,
   };
+}
+
+/** The rows of `a` not matched one-to-one by a row of `b`. */
+function multisetMinus(a: readonly string[], b: readonly string[]): string[] {
+  const counts = new Map<string, number>();
+  for (const row of b) counts.set(row, (counts.get(row) ?? 0) + 1);
+  const rest: string[] = [];
+  for (const row of a) {
+    const left = counts.get(row) ?? 0;
+    if (left > 0) counts.set(row, left - 1);
+    else rest.push(row);
+  }
+  return rest;
 }
 
 /** A table's rows as canonical JSON strings, sorted, so two tables compare as multisets. */
