@@ -1,15 +1,24 @@
+import { run as runAgent } from './agent.bench.ts';
+import { run as runAudit } from './audit.bench.ts';
 import { run as runEventStore } from './event-store.bench.ts';
+import { run as runHttpApi } from './http-api.bench.ts';
 import { releaseAll } from './support/isolation.ts';
 import { header, note } from './support/report.ts';
 
 /**
- * Runs every benchmark in sequence: `npm run bench`. Each one creates private streams and
+ * Runs every benchmark in sequence: `npm run bench`; BENCH_ONLY=http,audit runs only the
+ * benchmarks whose name or file contains one of those words. Each one creates private streams and
  * schemas (bench/support/isolation.ts); whatever is left is dropped here, also when a
  * benchmark fails or the run is interrupted. Exits 0 when every benchmark completed.
  */
-const BENCHMARKS: readonly { readonly name: string; readonly file: string; readonly run: () => Promise<void> }[] = [
+const ALL_BENCHMARKS: readonly { readonly name: string; readonly file: string; readonly run: () => Promise<void> }[] = [
   { name: 'event store', file: 'bench/event-store.bench.ts', run: runEventStore },
+  { name: 'http api', file: 'bench/http-api.bench.ts', run: runHttpApi },
+  { name: 'agent', file: 'bench/agent.bench.ts', run: runAgent },
+  { name: 'audit', file: 'bench/audit.bench.ts', run: runAudit },
 ];
+const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const BENCHMARKS = ALL_BENCHMARKS.filter((b) => only.length === 0 || only.some((word) => b.name.includes(word) || b.file.includes(word)));
 
 let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -16,6 +16,14 @@ export function benchConfig(label: string): Config {
   return config;
 }
 
+/**
+ * Registers a configuration made elsewhere (e.g. by test/support's startTestService), so
+ * the runner drops its stream and schema even when the benchmark throws.
+ */
+export function trackConfig(config: Config): void {
+  live.set(config.eventStream, config);
+}
+
 /** Drops one configuration's stream, snapshot bucket and schema (errors are reported, not thrown). */
 export async function releaseConfig(config: Config): Promise<void> {
   live.delete(config.eventStream);

@@ -1,0 +1,433 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { v4 as uuidv4 } from 'uuid';
+import { newEvent } from '../commands/shared/new-event.ts';
+import { GeminiModel } from '../src/agent/model/gemini/gemini-model.ts';
+import { systemPrompt } from '../src/agent/system-prompt.ts';
+import { ToolRegistry } from '../src/agent/tools/tool-registry.ts';
+import { EMPTY_POSITION, EventStore, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { ensureEventStream } from '../src/event-store/stream-setup.ts';
+import { Subjects } from '../src/event-store/subjects.ts';
+import type { EventEnvelope } from '../src/events/envelope.ts';
+import { createAccount, createWorkspace, issueKey, sandboxSeedFor } from '../src/operator/operator-commands.ts';
+import type { PlatformAccountRef } from '../src/platform/ads-platform.ts';
+import { createPlatform } from '../src/platform/create-platform.ts';
+import type { Infrastructure } from '../src/runtime/infrastructure.ts';
+import { AGENT_WORKER_CONSUMER } from '../src/workers/agent-worker.ts';
+import type { TestService } from '../test/support/test-service.ts';
+import { envelopeGapMs, inPool, RunWatcher, startBenchService } from './support/bench-service.ts';
+import { benchConfig, releaseConfig } from './support/isolation.ts';
+import { briefOf, startScriptedGemini, type ScriptedGemini } from './support/scripted-gemini.ts';
+import { compare, compareLatency, figure, note, now, section, summarize, timed } from './support/report.ts';
+
+/**
+ * Agent pipeline benchmarks (issue 4), with a scripted Gemini that answers at once, so
+ * what is measured is the service's own pipeline:
+ *   a. queue-to-start latency: 202 of POST /runs → RunStarted, idle in-process workers,
+ *      vs one store.append → follow delivery (the floor of one hop through JetStream);
+ *   b. cost per tool call: runs with 10 read-tool calls vs runs with none, vs one store.append;
+ *   c. runs per minute with 1 vs 4 agent-worker processes (AGENT_WORKER_CONCURRENCY=1 each).
+ */
+
+const QUEUE_RUNS = 100;
+const QUEUE_WARMUP = 5;
+const TOOL_PAIRS = 12;
+const TOOL_WARMUP_PAIRS = 2;
+const TOOL_CALLS = 10;
+const APPEND_SAMPLES = 200;
+const PROCESS_RUNS = 60;
+const PROCESS_TOOL_CALLS = 2;
+const PROCESS_COUNTS = [1, 4] as const;
+/** Rounds in ABBA order, so drift of the shared machine's load hits both counts alike. */
+const PROCESS_ROUNDS = [1, 4, 4, 1] as const;
+/** Timed batches per round; per process count the median over its rounds is the result. */
+const BATCHES_PER_ROUND = 2;
+const READ_TOOL = 'list_campaigns';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BRIEF = 'Review the campaigns and tell me whether anything needs changing.';
+/** The scripted model makes this many tool calls in a run whose brief carries the marker. */
+const briefWithTools = (calls: number) => `${BRIEF} [tools=${calls}]`;
+const toolCallsOf = (brief: string) => Number(/\[tools=(\d+)\]/.exec(brief)?.[1] ?? 0);
+
+interface Tenant {
+  readonly workspaceId: string;
+  readonly key: string;
+}
+
+async function tenant(infra: Infrastructure, name: string): Promise<Tenant> {
+  const workspaceId = (await createWorkspace(infra, name)).value.id;
+  const key = (await issueKey(infra, workspaceId, 'write', 'bench')).value.key;
+  return { workspaceId, key };
+}
+
+async function sandboxAccounts(infra: Infrastructure, workspaceId: string, count: number): Promise<PlatformAccountRef[]> {
+  return inPool(
+    Array.from({ length: count }, (_, i) => i),
+    16,
+    async (i) => {
+      const name = `bench sandbox ${i}`;
+      const accountId = (await createAccount(infra, workspaceId, name, 'sandbox')).value.id;
+      return { accountId, name, platform: 'sandbox' as const, sandboxSeed: sandboxSeedFor(accountId) };
+    },
+  );
+}
+
+/** Generates the sandbox data of each account now, so no timed run pays for it. */
+async function generateSandboxData(infra: Infrastructure, accounts: readonly PlatformAccountRef[]): Promise<number> {
+  const platform = createPlatform(infra.database.db);
+  const { ms } = await timed(() => inPool(accounts, 2, (account) => platform.listCampaigns(account)));
+  return ms;
+}
+
+async function postRun(svc: TestService, key: string, accountId: string, brief: string): Promise<string> {
+  const response = await svc.request('POST', '/api/v1/runs', { key, body: { brief, project_id: accountId } });
+  const body = (await response.json()) as { id: string };
+  if (response.status !== 202) throw new Error(`POST /runs answered ${response.status}: ${JSON.stringify(body)}`);
+  return body.id;
+}
+
+function geminiEnv(gemini: ScriptedGemini): Record<string, string> {
+  return { GEMINI_API_KEY: gemini.apiKey, GEMINI_BASE_URL: gemini.baseUrl };
+}
+
+function succeeded(watcher: RunWatcher, runIds: readonly string[]): { ok: number; other: string[] } {
+  const other: string[] = [];
+  for (const runId of runIds) {
+    const outcome = watcher.outcome(runId);
+    if (outcome === 'RunSucceeded') continue;
+    const failed = watcher.runs.get(runId)?.events.get('RunFailed') as EventEnvelope<'RunFailed', { error: { code: string; message: string } }> | undefined;
+    other.push(failed ? `${failed.data.error.code}: ${failed.data.error.message}` : String(outcome));
+  }
+  return { ok: runIds.length - other.length, other };
+}
+
+// ---------------------------------------------------------------------------------------
+// a + b: in-process service, default roles (agent-worker with concurrency 4)
+
+async function benchInProcess(): Promise<void> {
+  const gemini = await startScriptedGemini({ toolCalls: (body) => toolCallsOf(briefOf(body)), call: { name: READ_TOOL } });
+  let svc: TestService | undefined;
+  let watcher: RunWatcher | undefined;
+  try {
+    svc = await startBenchService('agent', geminiEnv(gemini));
+    const infra = svc.service.infrastructure;
+    const { workspaceId, key } = await tenant(infra, 'bench agent');
+    watcher = await RunWatcher.start(infra, workspaceId);
+    const setup = await timed(() => sandboxAccounts(infra, workspaceId, QUEUE_RUNS + QUEUE_WARMUP + 1));
+    const accounts = setup.value;
+    figure('setup: createAccount (sandbox), 16 at once', setup.ms / 1000, 's', `(${accounts.length} accounts, data generated lazily; not a result)`);
+
+    // ---- a. queue-to-start
+    section(`a. queue-to-start: 202 of POST /runs → RunStarted seen on the stream, ${QUEUE_RUNS} runs one after another on ${QUEUE_RUNS} accounts, idle workers`);
+    note('workers: in-process agent-worker, concurrency 4, waiting on the pull consumer; model answers text at once; each run ends before the next is queued');
+    note('baseline: store.append of an AccountCreated (writeModel.createAccount) → the same follower sees it, sequential, same run');
+    note('(RunQueued is appended before the 202 is written, so the worker can start while the response is on its way)');
+    const baselineSamples: number[] = [];
+    for (let i = 0; i < QUEUE_RUNS; i++) {
+      const accountId = uuidv4();
+      const t0 = now();
+      const created = await infra.writeModel.createAccount({
+        workspaceId,
+        accountId,
+        name: `baseline ${i}`,
+        platform: 'none',
+        sandboxSeed: null,
+        meta: { actor: { kind: 'system', id: 'bench' }, correlationId: accountId },
+      });
+      baselineSamples.push((await watcher.waitForEvent(created.appended[0]!.event.id)) - t0);
+    }
+    const queueAccounts = accounts.slice(0, QUEUE_RUNS);
+    const clientSamples: number[] = [];
+    const envelopeSamples: number[] = [];
+    const runIds: string[] = [];
+    for (const [i, account] of [...accounts.slice(QUEUE_RUNS, QUEUE_RUNS + QUEUE_WARMUP), ...queueAccounts].entries()) {
+      const runId = await postRun(svc, key, account.accountId, BRIEF);
+      const answered = now();
+      const timeline = await watcher.waitFor(runId, 'RunStarted');
+      await watcher.waitTerminal(runId);
+      if (i < QUEUE_WARMUP) continue;
+      runIds.push(runId);
+      clientSamples.push(timeline.seen.get('RunStarted')! - answered);
+      envelopeSamples.push(envelopeGapMs(timeline.events.get('RunQueued')!, timeline.events.get('RunStarted')!));
+    }
+    compareLatency('202 → RunStarted seen', clientSamples, 'append → follow sees it', baselineSamples);
+    compareLatency('envelope Queued→Started time', envelopeSamples, 'append → follow sees it', baselineSamples);
+    const early = clientSamples.filter((ms) => ms < 0).length;
+    const outcomes = succeeded(watcher, runIds);
+    note(
+      `${outcomes.ok}/${runIds.length} runs succeeded${outcomes.other.length ? ` (others: ${[...new Set(outcomes.other)].join('; ')})` : ''}; ` +
+        `${early} RunStarted seen before the client had the 202; envelope times have 1 ms resolution`,
+    );
+
+    // ---- b. cost per tool call
+    section(
+      `b. cost per tool call: ${TOOL_PAIRS} runs with ${TOOL_CALLS} ${READ_TOOL} calls vs ${TOOL_PAIRS} runs with none, alternating on one account ` +
+        `(sandbox data generated beforehand)`,
+    );
+    const toolAccount = accounts[accounts.length - 1]!;
+    await generateSandboxData(infra, [toolAccount]);
+    const durations = { tools: [] as number[], none: [] as number[] };
+    const steps = { tools: new Set<number>(), none: new Set<number>() };
+    const toolGaps: number[] = [];
+    const toolExecution: number[] = [];
+    for (let pair = 0; pair < TOOL_WARMUP_PAIRS + TOOL_PAIRS; pair++) {
+      for (const kind of pair % 2 === 0 ? (['tools', 'none'] as const) : (['none', 'tools'] as const)) {
+        const runId = await postRun(svc, key, toolAccount.accountId, briefWithTools(kind === 'tools' ? TOOL_CALLS : 0));
+        const timeline = await watcher.waitTerminal(runId);
+        const done = timeline.events.get('RunSucceeded') as EventEnvelope<'RunSucceeded', { usage: { steps: number } }> | undefined;
+        if (!done) throw new Error(`run ${runId} (${kind}) did not succeed: ${JSON.stringify([...timeline.events.values()].at(-1)?.data)}`);
+        if (pair < TOOL_WARMUP_PAIRS) continue;
+        durations[kind].push(timeline.seen.get('RunSucceeded')! - timeline.seen.get('RunStarted')!);
+        steps[kind].add(done.data.usage.steps);
+        timeline.toolCalls.forEach((call, i) => {
+          toolExecution.push(call.durationMs);
+          if (i > 0) toolGaps.push(call.at - timeline.toolCalls[i - 1]!.at);
+        });
+      }
+    }
+
+    // Components of one tool call, measured directly in the same run.
+    const appendSamples = await timeAppends(infra);
+    const platform = createPlatform(infra.database.db);
+    const toolSamples: number[] = [];
+    for (let i = 0; i < 100; i++) toolSamples.push((await timed(() => platform.listCampaigns(toolAccount))).ms);
+    const model = new GeminiModel({ apiKey: gemini.apiKey, model: 'gemini-2.5-flash', baseUrl: gemini.baseUrl });
+    const system = systemPrompt({ canPropose: true, today: new Date() });
+    const tools = ToolRegistry.forScope('write').declarations();
+    const modelSamples: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const conversation = [{ role: 'user' as const, text: briefWithTools(1) }];
+      modelSamples.push((await timed(() => model.generate({ system, conversation, tools, signal: AbortSignal.timeout(10_000) }))).ms);
+    }
+
+    const withTools = summarize(durations.tools);
+    const without = summarize(durations.none);
+    const append = summarize(appendSamples);
+    note(`run duration = RunStarted → RunSucceeded as seen on the stream; model steps per run: with tools ${[...steps.tools].join(',')}, without ${[...steps.none].join(',')}`);
+    compareLatency(`run with ${TOOL_CALLS} tool calls`, durations.tools, 'run without tool calls', durations.none, '(tools/none)');
+    compare({
+      name: `per tool call ((p50 diff)/${TOOL_CALLS})`,
+      value: (withTools.p50 - without.p50) / TOOL_CALLS,
+      unit: 'ms',
+      baselineName: 'one store.append p50',
+      baselineValue: append.p50,
+    });
+    compare({
+      name: `per tool call ((mean diff)/${TOOL_CALLS})`,
+      value: (withTools.mean - without.mean) / TOOL_CALLS,
+      unit: 'ms',
+      baselineName: 'one store.append mean',
+      baselineValue: append.mean,
+    });
+    compareLatency('ToolCalled → next ToolCalled', toolGaps, 'one store.append', appendSamples);
+    note('what one tool call adds, measured alone in the same run (p50 / mean):');
+    figure(`  store.append ToolCalled (n=${APPEND_SAMPLES})`, append.p50, 'ms', `mean ${append.mean.toFixed(2)} ms; sequential, chained, scratch stream`);
+    const tool = summarize(toolSamples);
+    figure(`  ${READ_TOOL} on the sandbox (n=100)`, tool.p50, 'ms', `mean ${tool.mean.toFixed(2)} ms; platform call alone`);
+    const execution = summarize(toolExecution);
+    figure(`  ToolCalled.duration_ms (n=${toolExecution.length})`, execution.p50, 'ms', `mean ${execution.mean.toFixed(2)} ms; validation + tool, as the agent loop timed it`);
+    const turn = summarize(modelSamples);
+    figure('  model turn, GeminiModel→fake (n=100)', turn.p50, 'ms', `mean ${turn.mean.toFixed(2)} ms; SDK + HTTP to the scripted server`);
+  } finally {
+    await watcher?.stop();
+    await svc?.stop();
+    await gemini.close();
+  }
+}
+
+/**
+ * The raw cost of one store.append: sequential ToolCalled events (with a real list_campaigns-
+ * sized output) chained on one run subject of a scratch stream, so no projector or worker sees them.
+ */
+async function timeAppends(infra: Infrastructure): Promise<number[]> {
+  const config = benchConfig('agentappend');
+  try {
+    const subjects = new Subjects(config.subjectPrefix);
+    await ensureEventStream(infra.jsm, { name: config.eventStream, subjects: [subjects.all], replicas: 1 });
+    const store = new EventStore(infra.js, infra.jsm, config.eventStream);
+    const runId = uuidv4();
+    const address = { workspaceId: 'ws-bench', accountId: 'acc-bench', aggregate: { type: 'run' as const, id: runId } };
+    const subject = subjects.forAggregate(address);
+    const output = {
+      campaigns: Array.from({ length: 6 }, (_, i) => ({
+        id: `cmp-${i}`,
+        name: `Campaign ${i} — generic search`,
+        status: 'enabled',
+        daily_budget: 120 + i,
+        bidding: { type: 'target_cpa', target_cpa: 25, target_roas_percent: null, portfolio: null },
+      })),
+    };
+    const meta = { actor: { kind: 'worker' as const, id: 'bench' }, correlationId: runId };
+    let position: SubjectPosition = EMPTY_POSITION;
+    const samples: number[] = [];
+    for (let i = 0; i < APPEND_SAMPLES + 20; i++) {
+      const event = newEvent('ToolCalled', { run_id: runId, index: i + 1, name: READ_TOOL, input: {}, ok: true, output, duration_ms: 2 }, address, meta);
+      const { value, ms } = await timed(() => store.append(subject, [event], position));
+      position = { lastSequence: value[0]!.seq, lastHash: value[0]!.event.hash };
+      if (i >= 20) samples.push(ms);
+    }
+    return samples;
+  } finally {
+    await releaseConfig(config);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// c: runs per minute with 1 vs 4 worker processes
+
+interface WorkerProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+}
+
+function spawnWorker(svc: TestService, gemini: ScriptedGemini): Promise<WorkerProcess> {
+  const { config } = svc;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ROLES: 'agent-worker',
+      NATS_URL: config.natsUrl,
+      DATABASE_URL: config.databaseUrl,
+      DATABASE_SCHEMA: config.databaseSchema,
+      EVENT_STREAM: config.eventStream,
+      EVENT_SUBJECT_PREFIX: config.subjectPrefix,
+      PUBLIC_BASE_URL: config.publicBaseUrl,
+      ...geminiEnv(gemini),
+      AGENT_WORKER_CONCURRENCY: '1',
+      LOG_LEVEL: 'silent',
+      SHUTDOWN_GRACE_MS: '5000',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`worker process did not start within 60 s: ${stderr}`)), 60_000);
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      stderr += chunk;
+      if (stderr.includes('listening on')) {
+        clearTimeout(timer);
+        resolve({ child, exited });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited with ${code} before starting: ${stderr}`));
+    });
+  });
+}
+
+async function stopWorkers(workers: readonly WorkerProcess[]): Promise<void> {
+  await Promise.all(
+    workers.map(async ({ child, exited }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timeout = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timeout);
+    }),
+  );
+}
+
+/** Waits until the shared worker consumer has nothing pending or unacknowledged. */
+async function consumerIdle(infra: Infrastructure, timeoutMs = 30_000): Promise<void> {
+  const deadline = now() + timeoutMs;
+  for (;;) {
+    const info = await infra.jsm.consumers.info(infra.config.eventStream, AGENT_WORKER_CONSUMER).catch(() => null);
+    if (info && info.num_pending === 0 && info.num_ack_pending === 0) return;
+    if (now() > deadline) throw new Error(`consumer ${AGENT_WORKER_CONSUMER} still busy after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Queues one run per account (16 POSTs at a time) and waits for all to end; ms from the first POST to the last terminal event. */
+async function batch(svc: TestService, watcher: RunWatcher, key: string, accounts: readonly PlatformAccountRef[]) {
+  const started = now();
+  const runIds = await inPool(accounts, 16, (account) => postRun(svc, key, account.accountId, BRIEF));
+  const queuedBy = now() - started;
+  await Promise.all(runIds.map((runId) => watcher.waitTerminal(runId, 120_000)));
+  const last = Math.max(...runIds.map((runId) => [...watcher.runs.get(runId)!.seen.values()].reduce((a, b) => Math.max(a, b), 0)));
+  return { ms: last - started, queuedBy, ...succeeded(watcher, runIds) };
+}
+
+async function benchProcesses(): Promise<void> {
+  section(
+    `c. runs per minute: ${PROCESS_RUNS} runs on ${PROCESS_RUNS} accounts (model: ${PROCESS_TOOL_CALLS} × ${READ_TOOL}, then text, all instant), ` +
+      `1 vs 4 agent-worker processes (node --import tsx src/main.ts, AGENT_WORKER_CONCURRENCY=1)`,
+  );
+  note(
+    `in-process service: http,projectors; time = first POST → last terminal event seen; rounds ${PROCESS_ROUNDS.join(', ')} processes ` +
+      `(ABBA), ${BATCHES_PER_ROUND} batches each on the same accounts, median per count; start-up and a warm-up batch per round not timed`,
+  );
+  const gemini = await startScriptedGemini({ toolCalls: () => PROCESS_TOOL_CALLS, call: { name: READ_TOOL } });
+  let svc: TestService | undefined;
+  let watcher: RunWatcher | undefined;
+  let workers: WorkerProcess[] = [];
+  try {
+    svc = await startBenchService('agentprocs', { ROLES: 'http,projectors', ...geminiEnv(gemini) });
+    const infra = svc.service.infrastructure;
+    const { workspaceId, key } = await tenant(infra, 'bench workers');
+    watcher = await RunWatcher.start(infra, workspaceId);
+    const accounts = await sandboxAccounts(infra, workspaceId, PROCESS_RUNS);
+    const generation = await generateSandboxData(infra, accounts);
+    note(`setup: ${PROCESS_RUNS} sandbox accounts, data generated in ${(generation / 1000).toFixed(1)} s (not a result)`);
+
+    type Batch = Awaited<ReturnType<typeof batch>>;
+    const batches = new Map<number, Batch[]>(PROCESS_COUNTS.map((count) => [count, []]));
+    const startups = new Map<number, number[]>(PROCESS_COUNTS.map((count) => [count, []]));
+    for (const count of PROCESS_ROUNDS) {
+      const start = await timed(() => Promise.all(Array.from({ length: count }, () => spawnWorker(svc!, gemini))));
+      workers = start.value;
+      startups.get(count)!.push(start.ms);
+      await consumerIdle(infra);
+      const warm = await batch(svc, watcher, key, accounts.slice(0, 2 * count));
+      if (warm.ok !== 2 * count) throw new Error(`warm-up with ${count} processes: ${warm.other.join('; ')}`);
+      for (let i = 0; i < BATCHES_PER_ROUND; i++) batches.get(count)!.push(await batch(svc, watcher, key, accounts));
+      await stopWorkers(workers);
+      workers = [];
+    }
+    const results = new Map<number, number>();
+    for (const count of PROCESS_COUNTS) {
+      const list = batches.get(count)!;
+      const times = list.map((b) => b.ms).sort((a, b) => a - b);
+      const middle = times.length / 2;
+      const median = times.length % 2 ? times[Math.floor(middle)]! : (times[middle - 1]! + times[middle]!) / 2;
+      const perMinute = (PROCESS_RUNS * 60_000) / median;
+      results.set(count, perMinute);
+      const ok = list.reduce((sum, b) => sum + b.ok, 0);
+      const other = [...new Set(list.flatMap((b) => b.other))];
+      figure(
+        `${count} worker process${count > 1 ? 'es' : ''} (median of ${list.length})`,
+        perMinute,
+        'runs/min',
+        `(batches ${list.map((b) => (b.ms / 1000).toFixed(2)).join(' / ')} s; ` +
+          `${ok}/${PROCESS_RUNS * list.length} succeeded${other.length ? `, others: ${other.join('; ')}` : ''}; ` +
+          `start-up ${startups.get(count)!.map((ms) => (ms / 1000).toFixed(1)).join(' / ')} s)`,
+      );
+    }
+    compare({
+      name: `${PROCESS_COUNTS[1]} worker processes`,
+      value: results.get(PROCESS_COUNTS[1])!,
+      unit: 'runs/min',
+      baselineName: `${PROCESS_COUNTS[0]} worker process`,
+      baselineValue: results.get(PROCESS_COUNTS[0])!,
+      ratioNote: `(${PROCESS_COUNTS[1]}/${PROCESS_COUNTS[0]}; 2 cores shared with NATS, Postgres and the service)`,
+    });
+  } finally {
+    await stopWorkers(workers);
+    await watcher?.stop();
+    await svc?.stop();
+    await gemini.close();
+  }
+}
+
+export async function run(): Promise<void> {
+  const only = (process.env.BENCH_SECTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const wanted = (...ids: string[]) => only.length === 0 || ids.some((id) => only.includes(id));
+  if (wanted('a', 'b')) await benchInProcess();
+  if (wanted('c')) await benchProcesses();
+}

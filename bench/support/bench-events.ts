@@ -1,0 +1,46 @@
+import { v4 as uuidv4 } from 'uuid';
+import { newEvent, type CommandMeta, type EventAddress } from '../../commands/shared/new-event.ts';
+import type { UnsealedEvent } from '../../src/events/envelope.ts';
+
+/**
+ * Schema-valid events for benchmarks that need a large, realistic stream (the same shapes
+ * as bench/event-store.bench.ts): accounts created, runs queued then canceled.
+ */
+export const BENCH_WORKSPACE = 'ws-bench';
+const KEY_ID = 'key-bench';
+const META: CommandMeta = { actor: { kind: 'system', id: 'bench' }, correlationId: 'bench' };
+const BRIEF =
+  'Pause every campaign whose cost per conversion over the last 14 days is more than twice the account average, ' +
+  'and move 10% of their budget to the three campaigns with the best return on ad spend.';
+
+function accountAddress(accountId: string): EventAddress {
+  return { workspaceId: BENCH_WORKSPACE, accountId, aggregate: { type: 'account', id: accountId } };
+}
+
+export function accountCreated(accountId: string): UnsealedEvent {
+  return newEvent('AccountCreated', { name: `Account ${accountId}`, platform: 'sandbox', sandbox_seed: 42 }, accountAddress(accountId), META);
+}
+
+export function runQueued(accountId: string, runId: string): UnsealedEvent {
+  return newEvent(
+    'RunQueued',
+    { run_id: runId, brief: BRIEF, auto_apply: false, key_id: KEY_ID, scope: 'write' },
+    accountAddress(accountId),
+    { ...META, correlationId: runId },
+  );
+}
+
+export function runCanceled(accountId: string, runId: string): UnsealedEvent {
+  return newEvent('RunCanceled', { run_id: runId }, accountAddress(accountId), { ...META, correlationId: runId });
+}
+
+/** Created, `cycles` queued-then-canceled runs, optionally one run left queued. */
+export function accountHistory(accountId: string, cycles: number, trailingQueued: boolean): UnsealedEvent[] {
+  const events: UnsealedEvent[] = [accountCreated(accountId)];
+  for (let i = 0; i < cycles; i++) {
+    const runId = uuidv4();
+    events.push(runQueued(accountId, runId), runCanceled(accountId, runId));
+  }
+  if (trailingQueued) events.push(runQueued(accountId, uuidv4()));
+  return events;
+}
