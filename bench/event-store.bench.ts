@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
+import { BENCH_BRIEF, BENCH_KEY_ID, BENCH_META, BENCH_WORKSPACE, accountCreated, accountHistory, runCanceled, runQueued } from './support/bench-events.ts';
 import { v4 as uuidv4 } from 'uuid';
-import { newEvent, type CommandMeta, type EventAddress } from '../commands/shared/new-event.ts';
 import { WriteModel } from '../commands/write-model.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { runsProjection } from '../projections/runs/runs-projection.ts';
@@ -52,49 +52,12 @@ const COLD_OPENS = 5;
 
 const CATCH_UP_TIMEOUT_MS = 180_000;
 
-const WORKSPACE = 'ws-bench';
-const KEY_ID = 'key-bench';
-const META: CommandMeta = { actor: { kind: 'system', id: 'bench' }, correlationId: 'bench' };
-const BRIEF =
-  'Pause every campaign whose cost per conversion over the last 14 days is more than twice the account average, ' +
-  'and move 10% of their budget to the three campaigns with the best return on ad spend.';
+const WORKSPACE = BENCH_WORKSPACE;
+const KEY_ID = BENCH_KEY_ID;
+const META = BENCH_META;
+const BRIEF = BENCH_BRIEF;
 
 const logger = createLogger('silent');
-
-// ---------------------------------------------------------------------------------------
-// Event builders (schema-valid per the catalogue, so the real projections apply them)
-
-function accountAddress(accountId: string): EventAddress {
-  return { workspaceId: WORKSPACE, accountId, aggregate: { type: 'account', id: accountId } };
-}
-
-function accountCreated(accountId: string): UnsealedEvent {
-  return newEvent('AccountCreated', { name: `Account ${accountId}`, platform: 'sandbox', sandbox_seed: 42 }, accountAddress(accountId), META);
-}
-
-function runQueued(accountId: string, runId: string): UnsealedEvent {
-  return newEvent(
-    'RunQueued',
-    { run_id: runId, brief: BRIEF, auto_apply: false, key_id: KEY_ID, scope: 'write' },
-    accountAddress(accountId),
-    { ...META, correlationId: runId },
-  );
-}
-
-function runCanceled(accountId: string, runId: string): UnsealedEvent {
-  return newEvent('RunCanceled', { run_id: runId }, accountAddress(accountId), { ...META, correlationId: runId });
-}
-
-/** A realistic account history: created, `cycles` queued-then-canceled runs, optionally one run left queued. */
-function accountHistory(accountId: string, cycles: number, trailingQueued: boolean): UnsealedEvent[] {
-  const events: UnsealedEvent[] = [accountCreated(accountId)];
-  for (let i = 0; i < cycles; i++) {
-    const runId = uuidv4();
-    events.push(runQueued(accountId, runId), runCanceled(accountId, runId));
-  }
-  if (trailingQueued) events.push(runQueued(accountId, uuidv4()));
-  return events;
-}
 
 // ---------------------------------------------------------------------------------------
 // Helpers

@@ -3,13 +3,13 @@ import { newEvent, type CommandMeta, type EventAddress } from '../../commands/sh
 import type { UnsealedEvent } from '../../src/events/envelope.ts';
 
 /**
- * Schema-valid events for benchmarks that need a large, realistic stream (the same shapes
- * as bench/event-store.bench.ts): accounts created, runs queued then canceled.
+ * Schema-valid events for benchmarks that need a large, realistic stream: accounts
+ * created, runs queued then canceled (the real projections apply them).
  */
 export const BENCH_WORKSPACE = 'ws-bench';
-const KEY_ID = 'key-bench';
-const META: CommandMeta = { actor: { kind: 'system', id: 'bench' }, correlationId: 'bench' };
-const BRIEF =
+export const BENCH_KEY_ID = 'key-bench';
+export const BENCH_META: CommandMeta = { actor: { kind: 'system', id: 'bench' }, correlationId: 'bench' };
+export const BENCH_BRIEF =
   'Pause every campaign whose cost per conversion over the last 14 days is more than twice the account average, ' +
   'and move 10% of their budget to the three campaigns with the best return on ad spend.';
 
@@ -18,20 +18,20 @@ function accountAddress(accountId: string): EventAddress {
 }
 
 export function accountCreated(accountId: string): UnsealedEvent {
-  return newEvent('AccountCreated', { name: `Account ${accountId}`, platform: 'sandbox', sandbox_seed: 42 }, accountAddress(accountId), META);
+  return newEvent('AccountCreated', { name: `Account ${accountId}`, platform: 'sandbox', sandbox_seed: 42 }, accountAddress(accountId), BENCH_META);
 }
 
 export function runQueued(accountId: string, runId: string): UnsealedEvent {
   return newEvent(
     'RunQueued',
-    { run_id: runId, brief: BRIEF, auto_apply: false, key_id: KEY_ID, scope: 'write' },
+    { run_id: runId, brief: BENCH_BRIEF, auto_apply: false, key_id: BENCH_KEY_ID, scope: 'write' },
     accountAddress(accountId),
-    { ...META, correlationId: runId },
+    { ...BENCH_META, correlationId: runId },
   );
 }
 
 export function runCanceled(accountId: string, runId: string): UnsealedEvent {
-  return newEvent('RunCanceled', { run_id: runId }, accountAddress(accountId), { ...META, correlationId: runId });
+  return newEvent('RunCanceled', { run_id: runId }, accountAddress(accountId), { ...BENCH_META, correlationId: runId });
 }
 
 /** Created, `cycles` queued-then-canceled runs, optionally one run left queued. */
