@@ -1,35 +1,26 @@
 import { expect } from 'chai';
 import { revokeKey } from '../../src/operator/operator-commands.ts';
-import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server.ts';
+import type { FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server.ts';
 import { startAgentWorker } from '../support/agent-worker.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import { startGeminiTestService, type GeminiTestService } from '../support/gemini-service.ts';
 
 const toolNames = (request: Record<string, unknown>) =>
   ((request.tools as { functionDeclarations: { name: string }[] }[] | undefined) ?? []).flatMap((t) => t.functionDeclarations.map((d) => d.name));
 
 describe('agent runs within every limit (Gemini through the real SDK, scripted)', function () {
   this.timeout(60_000);
-  const gemini = new FakeGeminiServer();
+  let setup: GeminiTestService;
   let svc: TestService;
   let tenant: TestTenant;
-  let closeGemini: () => Promise<void>;
+  let gemini: FakeGeminiServer;
 
   before(async () => {
-    const started = await gemini.start();
-    closeGemini = started.close;
-    svc = await startTestService('runlimits', {
-      GEMINI_API_KEY: FAKE_GEMINI_API_KEY,
-      GEMINI_BASE_URL: started.baseUrl,
-      GEMINI_MODEL: 'gemini-test',
-      RUN_TIMEOUT_MS: '4000',
-    });
-    tenant = await svc.tenant();
+    setup = await startGeminiTestService('runlimits', { GEMINI_MODEL: 'gemini-test', RUN_TIMEOUT_MS: '4000' });
+    ({ svc, tenant, gemini } = setup);
   });
-  after(async () => {
-    await svc?.stop();
-    await closeGemini?.();
-  });
+  after(async () => setup?.stop());
   beforeEach(() => gemini.requests.splice(0));
 
   it('answers with Gemini: text, usage summed over steps, agent identity, tool calls recorded', async () => {
