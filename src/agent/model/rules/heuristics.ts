@@ -21,17 +21,20 @@ export function wastedSearchTerms(terms: readonly SearchTerm[]): WastedTerm[] {
   return terms.filter((t) => t.conversions === 0 && t.clicks >= 2 && t.cost >= 5).sort((a, b) => b.cost - a.cost);
 }
 
-/** The campaigns whose search terms wasted the most, most first (at most `count`). */
-export function topWasteCampaigns(terms: readonly SearchTerm[], count = 3): string[] {
+/** The enabled campaigns whose search terms wasted the most, most first (at most `count`). */
+export function topWasteCampaigns(terms: readonly SearchTerm[], enabled: ReadonlySet<string> | null, count = 3): string[] {
   const cost = new Map<string, number>();
-  for (const term of wastedSearchTerms(terms)) cost.set(term.campaign_id, (cost.get(term.campaign_id) ?? 0) + term.cost);
+  for (const term of wastedSearchTerms(terms)) {
+    if (enabled && !enabled.has(term.campaign_id)) continue;
+    cost.set(term.campaign_id, (cost.get(term.campaign_id) ?? 0) + term.cost);
+  }
   return [...cost.entries()].sort((a, b) => b[1] - a[1]).slice(0, count).map(([id]) => id);
 }
 
 /**
  * Negative keywords for wasted terms: a word that recurs in wasted terms but never in a
  * converting one becomes a phrase negative; a costly one-off term becomes an exact one.
- * At most 10 per campaign, the 3 campaigns with the most waste. `campaignTerms` holds the
+ * At most 10 per campaign, the 3 enabled campaigns with the most waste. `campaignTerms` holds the
  * complete search terms of those campaigns (the account overview is only the costliest);
  * no proposed negative may block a converting search term in either, nor an enabled
  * keyword of the campaign.
@@ -40,6 +43,7 @@ export function negativeKeywordProposals(
   accountTerms: readonly SearchTerm[],
   campaignTerms: ReadonlyMap<string, readonly SearchTerm[]>,
   keywords: readonly Keyword[],
+  enabled: ReadonlySet<string> | null,
   money: (n: number) => string,
 ): Finding {
   const wasted = wastedSearchTerms(accountTerms);
@@ -52,7 +56,7 @@ export function negativeKeywordProposals(
     ...wasted.slice(0, 8).map((t) => `  - "${t.search_term}": ${money(t.cost)}, ${t.clicks} clicks, 0 conversions`),
   );
 
-  for (const id of topWasteCampaigns(accountTerms)) {
+  for (const id of topWasteCampaigns(accountTerms, enabled)) {
     const terms = campaignTerms.get(id) ?? accountTerms.filter((t) => t.campaign_id === id);
     const list = wastedSearchTerms(terms);
     const converting = [...terms, ...accountTerms].filter((t) => t.conversions > 0);

@@ -13,7 +13,12 @@ import {
 } from './heuristics.ts';
 
 const READS: Readonly<Record<Intent, readonly FunctionCall[]>> = {
-  waste: [{ name: 'get_account_summary', args: {} }, { name: 'get_search_terms', args: { limit: 500 } }, { name: 'list_keywords', args: {} }],
+  waste: [
+    { name: 'get_account_summary', args: {} },
+    { name: 'list_campaigns', args: {} },
+    { name: 'get_search_terms', args: { limit: 500 } },
+    { name: 'list_keywords', args: {} },
+  ],
   keywords: [{ name: 'get_account_summary', args: {} }, { name: 'list_keywords', args: {} }],
   budget: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
   targets: [{ name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }, { name: 'get_campaign_performance', args: {} }],
@@ -51,7 +56,7 @@ export class RulesModel implements ModelClient {
     if (reads.length > 0) return reads.slice(0, budgetLeft);
     // Before proposing negatives, read the complete search terms of the campaigns concerned.
     if (intents.includes('waste') && offered.has('add_negative_keywords') && data.searchTerms) {
-      const detail = topWasteCampaigns(data.searchTerms)
+      const detail = topWasteCampaigns(data.searchTerms, enabledCampaigns(data))
         .filter((id) => !data.campaignSearchTerms.has(id))
         .map((id) => ({ name: 'get_search_terms', args: { campaign_id: id, limit: 500 } }));
       if (detail.length > 0) return detail.slice(0, Math.max(0, budgetLeft - 1));
@@ -106,12 +111,19 @@ function findings(intents: readonly Intent[], data: AccountData): Finding[] {
   const accountCpa = totals && totals.conversions > 0 ? totals.cost / totals.conversions : null;
   const result: Finding[] = [];
   for (const intent of intents) {
-    if (intent === 'waste' && data.searchTerms) result.push(negativeKeywordProposals(data.searchTerms, data.campaignSearchTerms, data.keywords ?? [], money));
+    if (intent === 'waste' && data.searchTerms) {
+      result.push(negativeKeywordProposals(data.searchTerms, data.campaignSearchTerms, data.keywords ?? [], enabledCampaigns(data), money));
+    }
     if (intent === 'keywords' && data.keywords) result.push(poorKeywordProposals(data.keywords, accountCpa, money));
     if (intent === 'budget' && data.campaigns && data.performance) result.push(budgetProposals(data.campaigns, data.performance, accountCpa, 30, money));
     if (intent === 'targets' && data.campaigns && data.performance) result.push(targetProposals(data.campaigns, data.performance, money));
   }
   return result;
+}
+
+/** Campaigns that serve ads; changes to paused ones would not go live (the apply worker re-checks). Null when unknown. */
+function enabledCampaigns(data: AccountData): ReadonlySet<string> | null {
+  return data.campaigns ? new Set(data.campaigns.filter((c) => c.status === 'enabled').map((c) => c.id)) : null;
 }
 
 function dedupe(calls: readonly FunctionCall[]): FunctionCall[] {
