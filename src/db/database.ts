@@ -45,8 +45,11 @@ export async function openDatabase(url: string, schema: string, maxConnections =
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 10_000,
   });
-  // An idle client losing its server (Postgres restart) must not crash the process.
+  // A client losing its server (Postgres restart) emits 'error'; unheard, that is an
+  // uncaught exception that ends the process. The pool hears idle clients; checked-out ones
+  // need their own listener (their query rejects too, and that is where it is handled).
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     const client = await pool.connect();
     try {

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { InternalError } from '../../errors/common-errors.ts';
+import { unavailableProblem } from '../../errors/infrastructure-errors.ts';
 import { isProblemError, type ProblemError } from '../../errors/problem-error.ts';
 import type { Logger } from '../../log/logger.ts';
 import { HttpStatusError } from '../http-status-error.ts';
@@ -61,6 +62,11 @@ function toProblem(error: unknown, ctx: Context, requestId: string, logger: Logg
     return error.expose
       ? new HttpStatusError(error.status, error.message, stringHeaders(error.headers))
       : new HttpStatusError(error.status);
+  }
+  const unavailable = unavailableProblem(error);
+  if (unavailable) {
+    logger.warn({ ...where, err: error instanceof Error ? error.message : String(error) }, 'backing service unavailable; answered 503');
+    return unavailable;
   }
   logger.error({ ...where, err: error }, 'unhandled error');
   return new InternalError(requestId);

@@ -1,0 +1,107 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort } from './private-nats.ts';
+
+const BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
+
+/**
+ * A PostgreSQL server of the test's own (data dir, port), so it can be killed and
+ * restarted without disturbing anything else. initdb refuses to run as root, so when the
+ * tests run as root the server runs as the `postgres` user.
+ */
+export class PrivatePostgres {
+  private process: ChildProcess | undefined;
+  private readonly dataDir: string;
+
+  private constructor(
+    readonly port: number,
+    private readonly root: string,
+  ) {
+    this.dataDir = join(root, 'data');
+  }
+
+  static available(): boolean {
+    try {
+      execFileSync(join(BIN, 'postgres'), ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  static async start(): Promise<PrivatePostgres> {
+    const root = mkdtempSync(join(tmpdir(), 'pg-test-'));
+    chmodSync(root, 0o777);
+    const server = new PrivatePostgres(await freePort(), root);
+    server.asServerUser(join(BIN, 'initdb'), ['-D', server.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
+    await server.restart();
+    return server;
+  }
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  async restart(): Promise<void> {
+    const [command, args] = this.serverCommand(join(BIN, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), '-k', this.root, '-h', '127.0.0.1']);
+    this.process = spawn(command, args, { stdio: 'ignore' });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const client = new pg.Client({ connectionString: this.url });
+      try {
+        await client.connect();
+        await client.end();
+        return;
+      } catch {
+        await client.end().catch(() => undefined);
+        if (Date.now() > deadline) throw new Error(`private postgres on ${this.port} did not start`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  /** SIGKILL of the postmaster (by the pid in its pid file, not the runuser wrapper): an outage with no clean shutdown. */
+  async kill(): Promise<void> {
+    const pidFile = join(this.dataDir, 'postmaster.pid');
+    if (!existsSync(pidFile)) return;
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // Backends exit once they notice their postmaster died; a restart must wait for them.
+    for (let waited = 0; alive() && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    rmSync(pidFile, { force: true });
+  }
+
+  async dispose(): Promise<void> {
+    await this.kill();
+    rmSync(this.root, { recursive: true, force: true });
+  }
+
+  private serverCommand(command: string, args: string[]): [string, string[]] {
+    if (process.getuid?.() !== 0) return [command, args];
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    chownSync(this.root, uid, gid);
+    return ['runuser', ['-u', 'postgres', '--', command, ...args]];
+  }
+
+  private asServerUser(command: string, args: string[]): void {
+    const [cmd, fullArgs] = this.serverCommand(command, args);
+    execFileSync(cmd, fullArgs, { stdio: 'ignore' });
+  }
+}
