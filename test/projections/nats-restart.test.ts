@@ -87,4 +87,23 @@ describe('a NATS crash in the middle of a stream of appends', function () {
     expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
     expect(new Set(rows.map((r) => r.event_id))).to.include.all.keys(...acknowledged);
   });
+
+  it('answers API clients 503 instead of hanging or 500 while NATS is down, and recovers by itself', async () => {
+    const { startTestService } = await import('../support/test-service.ts');
+    const svc = await startTestService('natsoutage-api', { NATS_URL: nats.url });
+    try {
+      const tenant = await svc.tenant();
+      const post = () => svc.request('POST', '/api/v1/runs', { key: tenant.keys.write, body: { brief: 'b', project_id: tenant.accounts.disconnected } });
+      await nats.kill();
+      const started = Date.now();
+      const during = await post();
+      expect(during.status).to.equal(503);
+      expect(during.headers.get('retry-after')).to.be.a('string');
+      expect(Date.now() - started, 'answers within the request timeout, never hangs').to.be.below(20_000);
+      await nats.restart();
+      await eventually(async () => expect((await post()).status).to.equal(202), 30_000, 500);
+    } finally {
+      await svc.stop();
+    }
+  });
 });
