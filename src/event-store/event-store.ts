@@ -145,9 +145,9 @@ export class EventStore {
   }
 
   /**
-   * Every event matching `filter` from `fromSeq` through `uptoSeq` (default: the stream's
-   * last sequence when the read starts), through an ordered consumer: gap-free, in order,
-   * and it survives reconnects.
+   * Every event matching `filter` from `fromSeq` through `uptoSeq` (default: the last event
+   * the filter matches when the read starts), through an ordered consumer: gap-free, in
+   * order, and it survives reconnects.
    */
   async *readFiltered(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<StoredEvent> {
     for await (const raw of this.readRaw(filter, fromSeq, uptoSeq)) {
@@ -207,24 +207,24 @@ export class EventStore {
 
   /** Like readFiltered, without parsing: `audit verify` must see exactly what is stored. */
   async *readRaw(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<RawStoredMessage> {
-    const end = uptoSeq ?? (await this.lastSequence());
+    // Where the read ends is decided up front, from the last message the filter matches:
+    // nats-server 2.9 over-counts num_pending for wildcard filters, so "nothing pending"
+    // cannot be trusted to end a read (it left history pages waiting forever).
+    const lastMatching = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: filter });
+    if (!lastMatching) return;
+    const end = Math.min(uptoSeq ?? lastMatching.seq, lastMatching.seq);
     if (end < fromSeq) return;
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: Math.max(1, fromSeq),
     });
-    // A filter with nothing at or after fromSeq would make consume() wait forever.
-    if ((await consumer.info(true)).num_pending === 0) {
-      await consumer.delete().catch(() => undefined);
-      return;
-    }
     const messages = await consumer.consume({ max_messages: 512 });
     try {
       for await (const message of messages) {
         if (message.seq > end) break;
         yield { seq: message.seq, subject: message.subject, text: message.string() };
-        if (message.seq === end || message.info.pending === 0) break;
+        if (message.seq >= end) break;
       }
     } finally {
       messages.stop();
