@@ -14,6 +14,7 @@ import type { PlatformAccountRef } from '../src/platform/ads-platform.ts';
 import { createPlatform } from '../src/platform/create-platform.ts';
 import type { Infrastructure } from '../src/runtime/infrastructure.ts';
 import { AGENT_WORKER_CONSUMER } from '../src/workers/agent-worker.ts';
+import { serviceEnv } from '../test/support/cli.ts';
 import type { TestService } from '../test/support/test-service.ts';
 import { envelopeGapMs, inPool, RunWatcher, startBenchService } from './support/bench-service.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
@@ -288,16 +289,10 @@ function spawnWorker(svc: TestService, gemini: ScriptedGemini): Promise<WorkerPr
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      ROLES: 'agent-worker',
-      NATS_URL: config.natsUrl,
-      DATABASE_URL: config.databaseUrl,
-      DATABASE_SCHEMA: config.databaseSchema,
-      EVENT_STREAM: config.eventStream,
-      EVENT_SUBJECT_PREFIX: config.subjectPrefix,
-      PUBLIC_BASE_URL: config.publicBaseUrl,
+      ...serviceEnv(config),
       ...geminiEnv(gemini),
+      ROLES: 'agent-worker',
       AGENT_WORKER_CONCURRENCY: '1',
-      LOG_LEVEL: 'silent',
       SHUTDOWN_GRACE_MS: '5000',
     },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -3,11 +3,9 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
 import { verifyEventLog, type VerifyReport } from '../src/audit/verify-event-log.ts';
-import { EMPTY_POSITION } from '../src/event-store/event-store.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
-import { inPool } from './support/bench-service.ts';
-import { accountHistory, BENCH_WORKSPACE } from './support/bench-events.ts';
+import { appendAccountHistories } from './support/bench-events.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
 import { compare, compareThroughput, figure, note, now, perSecond, section, timed } from './support/report.ts';
 
@@ -84,14 +82,8 @@ export async function run(): Promise<void> {
   try {
     const infra = await openInfrastructure(config, 'bench-audit');
     try {
-      const { store, writeModel, database } = infra;
-      const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acc-${String(i).padStart(4, '0')}`);
-      const setup = await timed(() =>
-        inPool(accounts, SETUP_WRITERS, async (accountId) => {
-          const history = accountHistory(accountId, (EVENTS_PER_ACCOUNT - 2) / 2, true);
-          await store.append(writeModel.accountSubject(BENCH_WORKSPACE, accountId), history, EMPTY_POSITION);
-        }),
-      );
+      const { store, database } = infra;
+      const setup = await timed(() => appendAccountHistories(infra, ACCOUNTS, EVENTS_PER_ACCOUNT, SETUP_WRITERS));
       const head = await store.lastSequence();
       if (head !== total) throw new Error(`stream holds ${head} events, expected ${total}`);
       figure('setup: store.append, 32 writers', perSecond(total, setup.ms), 'ev/s', `(${(setup.ms / 1000).toFixed(1)} s, ${ACCOUNTS} subjects, not a result)`);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { BENCH_BRIEF, BENCH_KEY_ID, BENCH_META, BENCH_WORKSPACE, accountCreated, accountHistory, runCanceled, runQueued } from './support/bench-events.ts';
+import { BENCH_BRIEF, BENCH_KEY_ID, BENCH_META, BENCH_WORKSPACE, accountCreated, appendAccountHistories, runCanceled, runQueued } from './support/bench-events.ts';
 import { v4 as uuidv4 } from 'uuid';
 import { WriteModel } from '../commands/write-model.ts';
 import { PROJECTIONS } from '../projections/index.ts';
@@ -64,18 +64,6 @@ const logger = createLogger('silent');
 
 function positionAfter(stored: StoredEvent): SubjectPosition {
   return { lastSequence: stored.seq, lastHash: stored.event.hash };
-}
-
-/** Runs `work` over `items` with at most `concurrency` in flight. */
-async function inPool<T>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      await work(items[index]!, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
 }
 
 /** Appends events to one subject with chained positions, one store.append per event. */
@@ -190,17 +178,11 @@ async function benchProjections(): Promise<void> {
   const config = benchConfig('projections');
   try {
     await withInfrastructure(config, 'bench-projections', async (infra) => {
-      const { store, writeModel, database } = infra;
+      const { store, database } = infra;
       const db = database.db;
 
       // Setup: 500 accounts × 200 events, appended with store.append on distinct subjects.
-      const accounts = Array.from({ length: PROJECTION_ACCOUNTS }, (_, i) => `acc-${String(i).padStart(4, '0')}`);
-      const setup = await timed(() =>
-        inPool(accounts, SETUP_WRITERS, async (accountId) => {
-          const history = accountHistory(accountId, (EVENTS_PER_ACCOUNT - 2) / 2, true);
-          await store.append(writeModel.accountSubject(WORKSPACE, accountId), history, EMPTY_POSITION);
-        }),
-      );
+      const setup = await timed(() => appendAccountHistories(infra, PROJECTION_ACCOUNTS, EVENTS_PER_ACCOUNT, SETUP_WRITERS));
       const head = await store.lastSequence();
       if (head !== total) throw new Error(`stream holds ${head} events, expected ${total}`);
       figure('setup: store.append, 32 writers', perSecond(total, setup.ms), 'ev/s', `(${(setup.ms / 1000).toFixed(1)} s, not a result)`);

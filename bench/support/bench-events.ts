@@ -1,6 +1,9 @@
 import { v4 as uuidv4 } from 'uuid';
 import { newEvent, type CommandMeta, type EventAddress } from '../../commands/shared/new-event.ts';
 import type { UnsealedEvent } from '../../src/events/envelope.ts';
+import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
+import type { Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { inPool } from './bench-service.ts';
 
 /**
  * Schema-valid events for benchmarks that need a large, realistic stream: accounts
@@ -43,4 +46,17 @@ export function accountHistory(accountId: string, cycles: number, trailingQueued
   }
   if (trailingQueued) events.push(runQueued(accountId, uuidv4()));
   return events;
+}
+
+/**
+ * Fills a stream with `accounts` account histories of `eventsPerAccount` events each,
+ * appended with `writers` in flight on distinct subjects. Returns the account ids.
+ */
+export async function appendAccountHistories(infra: Infrastructure, accounts: number, eventsPerAccount: number, writers: number): Promise<string[]> {
+  const ids = Array.from({ length: accounts }, (_, i) => `acc-${String(i).padStart(4, '0')}`);
+  await inPool(ids, writers, async (accountId) => {
+    const history = accountHistory(accountId, (eventsPerAccount - 2) / 2, true);
+    await infra.store.append(infra.writeModel.accountSubject(BENCH_WORKSPACE, accountId), history, EMPTY_POSITION);
+  });
+  return ids;
 }

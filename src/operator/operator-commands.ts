@@ -27,6 +27,12 @@ async function visible(infra: Infrastructure, result: { appended: readonly { seq
   return seq === null || waitForProjection(infra.database.db, identityProjection.name, seq, VISIBILITY_TIMEOUT_MS);
 }
 
+/** Accounts and keys belong to a workspace that must exist (read from its aggregate, not a read model). */
+async function requireWorkspace(infra: Infrastructure, workspaceId: string): Promise<void> {
+  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
+  if (!workspace.state.exists) throw new WorkspaceNotFoundError(workspaceId);
+}
+
 export async function createWorkspace(infra: Infrastructure, name: string): Promise<OperatorResult<{ id: string }>> {
   const workspaceId = uuidv7();
   const result = await infra.writeModel.createWorkspace({ workspaceId, name, meta: { actor: OPERATOR, correlationId: workspaceId } });
@@ -46,10 +52,7 @@ export async function createAccount(
   name: string,
   platform: PlatformKind,
 ): Promise<OperatorResult<{ id: string }>> {
-  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
-  if (!workspace.state.exists) {
-    throw new WorkspaceNotFoundError(workspaceId);
-  }
+  await requireWorkspace(infra, workspaceId);
   const accountId = uuidv7();
   const result = await infra.writeModel.createAccount({
     workspaceId,
@@ -68,10 +71,7 @@ export async function issueKey(
   scope: KeyScope,
   name = '',
 ): Promise<OperatorResult<{ id: string; key: string; scope: KeyScope }>> {
-  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
-  if (!workspace.state.exists) {
-    throw new WorkspaceNotFoundError(workspaceId);
-  }
+  await requireWorkspace(infra, workspaceId);
   const generated = generateApiKey();
   const result = await infra.writeModel.issueKey({
     workspaceId,

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AgentWorker } from '../../src/workers/agent-worker.ts';
 import { startAgentWorker } from '../support/agent-worker.ts';
+import { serviceEnv } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
@@ -40,18 +41,7 @@ describe('an agent worker killed in the middle of a run', function () {
 
     const { config } = svc;
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...process.env,
-        ...geminiEnv,
-        ROLES: 'agent-worker',
-        NATS_URL: config.natsUrl,
-        DATABASE_URL: config.databaseUrl,
-        DATABASE_SCHEMA: config.databaseSchema,
-        EVENT_STREAM: config.eventStream,
-        EVENT_SUBJECT_PREFIX: config.subjectPrefix,
-        PUBLIC_BASE_URL: config.publicBaseUrl,
-        LOG_LEVEL: 'silent',
-      },
+      env: { ...process.env, ...serviceEnv(config), ...geminiEnv, ROLES: 'agent-worker' },
       stdio: 'ignore',
     });
     const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Raise the budget a little');

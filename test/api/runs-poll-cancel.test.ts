@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { RunNotClaimableError } from '../../commands/account/run-lifecycle.ts';
 import { eventually } from '../support/eventually.ts';
@@ -42,6 +43,17 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
       runId: run.runId,
       workerId: WORKER_ID,
       agent: { kind: 'rules', model: 'test' },
+      meta: { actor: { kind: 'worker', id: WORKER_ID }, correlationId: run.runId },
+    });
+
+  /** What the worker does when the agent is done. */
+  const finish = (run: { runId: string; accountId: string }, outcome: RunOutcome) =>
+    svc.service.infrastructure.writeModel.finishRun({
+      workspaceId: tenant.workspaceId,
+      accountId: run.accountId,
+      runId: run.runId,
+      workerId: WORKER_ID,
+      outcome,
       meta: { actor: { kind: 'worker', id: WORKER_ID }, correlationId: run.runId },
     });
 
@@ -185,14 +197,7 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
     it('refuses to cancel a succeeded run with 409 run-already-finished', async () => {
       const run = await queueRun();
       await claim(run);
-      await svc.service.infrastructure.writeModel.finishRun({
-        workspaceId: tenant.workspaceId,
-        accountId: run.accountId,
-        runId: run.runId,
-        workerId: WORKER_ID,
-        outcome: { kind: 'succeeded', text: 'All good.', truncated: false, usage: { input_tokens: 10, output_tokens: 5, steps: 2 }, durationMs: 1234 },
-        meta: { actor: { kind: 'worker', id: WORKER_ID }, correlationId: run.runId },
-      });
+      await finish(run, { kind: 'succeeded', text: 'All good.', truncated: false, usage: { input_tokens: 10, output_tokens: 5, steps: 2 }, durationMs: 1234 });
       const succeeded = await statusBecomes(run.runId, 'succeeded');
       expect(succeeded.body.duration_ms).to.equal(1234);
       expect(succeeded.body.result).to.include({ text: 'All good.', truncated: false });
@@ -209,21 +214,14 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
     it('refuses to cancel a failed run with 409 run-already-finished; the failure is in error', async () => {
       const run = await queueRun();
       await claim(run);
-      await svc.service.infrastructure.writeModel.finishRun({
-        workspaceId: tenant.workspaceId,
-        accountId: run.accountId,
-        runId: run.runId,
-        workerId: WORKER_ID,
-        outcome: {
-          kind: 'failed',
-          code: 'agent_error',
-          message: 'model exploded',
-          text: '',
-          truncated: false,
-          usage: { input_tokens: 1, output_tokens: 0, steps: 1 },
-          durationMs: 50,
-        },
-        meta: { actor: { kind: 'worker', id: WORKER_ID }, correlationId: run.runId },
+      await finish(run, {
+        kind: 'failed',
+        code: 'agent_error',
+        message: 'model exploded',
+        text: '',
+        truncated: false,
+        usage: { input_tokens: 1, output_tokens: 0, steps: 1 },
+        durationMs: 50,
       });
       const failed = await statusBecomes(run.runId, 'failed');
       expect(failed.body.error).to.deep.equal({ code: 'agent_error', message: 'model exploded' });

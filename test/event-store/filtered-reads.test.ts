@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { SubjectPosition } from '../../src/event-store/event-store.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { ChainedAppender } from '../support/chained-appender.ts';
 import { toolCalled, workspaceCreated } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 
@@ -23,7 +23,7 @@ describe('event store: filtered reads end where the filter ends', function () {
     // Two workspaces, interleaved, several aggregates each; the second keeps writing after the
     // first stops. Large events spread the stream over several file-store blocks, where
     // nats-server 2.9 over-counts num_pending for wildcard filters.
-    const positions = new Map<string, SubjectPosition>();
+    const appender = new ChainedAppender(infra);
     for (let i = 0; i < 90; i++) {
       const workspace = i < 60 && i % 3 !== 0 ? 'wa' : 'wb';
       const large = i % 2 === 0;
@@ -31,11 +31,10 @@ describe('event store: filtered reads end where the filter ends', function () {
       const subject = large
         ? infra.subjects.forAggregate({ workspaceId: workspace, accountId: 'acc', aggregate: { type: 'run', id } })
         : infra.subjects.forAggregate({ workspaceId: workspace, accountId: null, aggregate: { type: 'workspace', id } });
-      const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
-      const event = large ? toolCalled(workspace, id, position.lastSequence + 1, 300_000) : workspaceCreated(id);
-      const [stored] = await infra.store.append(subject, [event], position);
-      positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
-      expected.set(workspace, [...(expected.get(workspace) ?? []), stored!.seq]);
+      const stored = await appender.append(subject, (position) =>
+        large ? toolCalled(workspace, id, position.lastSequence + 1, 300_000) : workspaceCreated(id),
+      );
+      expected.set(workspace, [...(expected.get(workspace) ?? []), stored.seq]);
     }
   });
   after(async () => {

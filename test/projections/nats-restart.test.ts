@@ -1,14 +1,11 @@
 import { expect } from 'chai';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
-import { Projector } from '../../projections/runtime/projector.ts';
-import { EventStoreError } from '../../src/event-store/errors.ts';
-import type { SubjectPosition } from '../../src/event-store/event-store.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { ledgerProjection, ledgerRows } from '../support/ledger-projection.ts';
+import { ChainedAppender } from '../support/chained-appender.ts';
+import { ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
 import { PrivateNats } from '../support/private-nats.ts';
 
 describe('a NATS crash in the middle of a stream of appends', function () {
@@ -30,37 +27,25 @@ describe('a NATS crash in the middle of a stream of appends', function () {
   });
 
   it('keeps every acknowledged event, and projects each exactly once', async () => {
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection: ledgerProjection,
-      logger: createLogger('silent'),
-      batchSize: 20,
-    });
+    const projector = ledgerProjector(infra);
     await projector.start();
 
     const acknowledged: string[] = [];
-    const positions = new Map<string, SubjectPosition>();
+    const appender = new ChainedAppender(infra);
     let retries = 0;
     const appendWithRetry = async (i: number) => {
       const id = `agg-${i % 8}`;
-      const subject = infra.subjects.forAggregate({ workspaceId: id, accountId: null, aggregate: { type: 'workspace', id } });
+      const subject = appender.workspaceSubject(id);
       const event = workspaceCreated(id);
       for (;;) {
         try {
-          const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
           // Retrying the same event id is safe: JetStream answers a duplicate with the original sequence.
-          const [stored] = await infra.store.append(subject, [event], position);
-          positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
+          await appender.append(subject, event);
           acknowledged.push(event.id);
           return;
-        } catch (error) {
+        } catch {
           retries++;
-          positions.delete(subject);
-          if (!(error instanceof EventStoreError) && !(error instanceof Error)) throw error;
+          appender.forget(subject);
           await new Promise((resolve) => setTimeout(resolve, 100));
         }
       }

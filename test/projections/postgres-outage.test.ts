@@ -1,13 +1,11 @@
 import { expect } from 'chai';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
-import { Projector } from '../../projections/runtime/projector.ts';
-import type { SubjectPosition } from '../../src/event-store/event-store.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { ledgerProjection, ledgerRows } from '../support/ledger-projection.ts';
+import { ChainedAppender } from '../support/chained-appender.ts';
+import { ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
 import { PrivatePostgres } from '../support/private-postgres.ts';
 
 describe('a Postgres crash while a projector works', function () {
@@ -29,24 +27,12 @@ describe('a Postgres crash while a projector works', function () {
   });
 
   it('waits the outage out with backoff, then projects every event exactly once', async () => {
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection: ledgerProjection,
-      logger: createLogger('silent'),
-      batchSize: 20,
-    });
+    const projector = ledgerProjector(infra);
     await projector.start();
-    const positions = new Map<string, SubjectPosition>();
+    const appender = new ChainedAppender(infra);
     const append = async (i: number) => {
       const id = `agg-${i % 5}`;
-      const subject = infra.subjects.forAggregate({ workspaceId: id, accountId: null, aggregate: { type: 'workspace', id } });
-      const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
-      const [stored] = await infra.store.append(subject, [workspaceCreated(id)], position);
-      positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
+      await appender.append(appender.workspaceSubject(id), workspaceCreated(id));
     };
 
     for (let i = 0; i < 60; i++) await append(i);

@@ -1,17 +1,14 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import { Projector } from '../../projections/runtime/projector.ts';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
-import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { ledgerProjection, ledgerRows } from '../support/ledger-projection.ts';
+import { ChainedAppender } from '../support/chained-appender.ts';
+import { ledgerProjection, ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
 import { eventually } from '../support/eventually.ts';
 
-const logger = createLogger('silent');
 
 describe('projection runtime', () => {
   const config = isolatedConfig('projector');
@@ -26,30 +23,15 @@ describe('projection runtime', () => {
   });
 
   const newProjector = (source: Infrastructure, afterCommit?: (seq: number) => Promise<void> | void) =>
-    new Projector({
-      db: source.database.db,
-      js: source.js,
-      jsm: source.jsm,
-      stream: config.eventStream,
-      filterSubject: source.subjects.all,
-      projection: ledgerProjection,
-      logger,
-      batchSize: 25,
-      afterCommit,
-    });
+    ledgerProjector(source, { batchSize: 25, afterCommit });
 
   /** Appends `count` events spread over `aggregates` subjects; returns their ids. */
   const appendEvents = async (count: number, aggregates = 10): Promise<string[]> => {
-    const positions = new Map<string, typeof EMPTY_POSITION>();
+    const appender = new ChainedAppender(infra);
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
       const id = `agg-${i % aggregates}`;
-      const subject = infra.subjects.forAggregate({ workspaceId: id, accountId: null, aggregate: { type: 'workspace', id } });
-      const position = positions.get(subject) ?? (await infra.store.positionOf(subject));
-      const event = workspaceCreated(id);
-      const [stored] = await infra.store.append(subject, [event], position);
-      positions.set(subject, { lastSequence: stored!.seq, lastHash: stored!.event.hash });
-      ids.push(event.id);
+      ids.push((await appender.append(appender.workspaceSubject(id), workspaceCreated(id))).event.id);
     }
     return ids;
   };

@@ -7,8 +7,8 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** The environment that points the CLI at a test service's stream and schema. */
-export function cliEnv(config: Config): Record<string, string> {
+/** The environment that points another process (the CLI, a worker) at a test service's stream and schema. */
+export function serviceEnv(config: Config): Record<string, string> {
   return {
     NATS_URL: config.natsUrl,
     DATABASE_URL: config.databaseUrl,
@@ -28,7 +28,7 @@ export function runCli(config: Config, args: readonly string[], timeoutMs = 60_0
 }
 
 export function spawnCli(config: Config, args: readonly string[]) {
-  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...cliEnv(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...serviceEnv(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -1,6 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Projection } from '../../projections/runtime/projection.ts';
+import { Projector } from '../../projections/runtime/projector.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import type { Infrastructure } from '../../src/runtime/infrastructure.ts';
 import type { Database } from '../../src/db/schema.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 
@@ -36,4 +39,19 @@ export const ledgerProjection: Projection = {
 
 export async function ledgerRows(db: Kysely<any>): Promise<{ event_id: string; seq: number; applied: number }[]> {
   return db.selectFrom('ledger').select(['event_id', 'seq', 'applied']).orderBy('seq').execute();
+}
+
+/** A projector of the ledger projection on an infrastructure's stream (not started). */
+export function ledgerProjector(infra: Infrastructure, options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void } = {}): Projector {
+  return new Projector({
+    db: infra.database.db,
+    js: infra.js,
+    jsm: infra.jsm,
+    stream: infra.config.eventStream,
+    filterSubject: infra.subjects.all,
+    projection: ledgerProjection,
+    logger: createLogger('silent'),
+    batchSize: options.batchSize ?? 20,
+    afterCommit: options.afterCommit,
+  });
 }

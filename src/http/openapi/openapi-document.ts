@@ -130,6 +130,19 @@ const HISTORY_PAGE = { default: 100, max: 500 } as const;
 const TEXT_MAX_LENGTH = 2000;
 
 const cursorString = { type: 'string', pattern: '^[0-9]+$' } as const;
+
+/** A cursor-paginated list of one component. */
+const pagedList = (item: string, cursorDescription: string) =>
+  ({
+    type: 'object',
+    additionalProperties: false,
+    required: ['object', 'data', 'next_cursor'],
+    properties: {
+      object: { const: 'list' },
+      data: { type: 'array', items: ref(item) },
+      next_cursor: { ...nullable(cursorString), description: cursorDescription },
+    },
+  }) as const;
 const campaignIdSchema = { type: 'string', minLength: 1 } as const;
 const positiveNumber = { type: 'number', exclusiveMinimum: 0 } as const;
 
@@ -1350,16 +1363,7 @@ export const openApiDocument = {
           },
         ],
       },
-      ApprovalList: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['object', 'data', 'next_cursor'],
-        properties: {
-          object: { const: 'list' },
-          data: { type: 'array', items: ref('Approval') },
-          next_cursor: { ...nullable(cursorString), description: 'Pass as `cursor` for the next page; null on the last page.' },
-        },
-      },
+      ApprovalList: pagedList('Approval', 'Pass as `cursor` for the next page; null on the last page.'),
       ApproveRequest: {
         type: 'object',
         additionalProperties: false,
@@ -1421,16 +1425,7 @@ export const openApiDocument = {
           },
         })),
       },
-      HistoryList: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['object', 'data', 'next_cursor'],
-        properties: {
-          object: { const: 'list' },
-          data: { type: 'array', items: ref('HistoryEntry') },
-          next_cursor: { ...nullable(cursorString), description: 'The last `seq` of this page, to pass as `cursor`; null on the last page.' },
-        },
-      },
+      HistoryList: pagedList('HistoryEntry', 'The last `seq` of this page, to pass as `cursor`; null on the last page.'),
       RunStreamMessage: {
         type: 'object',
         additionalProperties: false,
