@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config/config.ts';
+import { connectNats } from '../../src/event-store/nats-connection.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/adsagent_test';
 export const TEST_NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -30,7 +30,7 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
 
 /** Deletes what an isolated configuration created: stream, snapshot bucket, schema. */
 export async function dropIsolated(config: Config): Promise<void> {
-  const nc = await connect({ servers: config.natsUrl });
+  const nc = await connectNats(config, 'test-cleanup');
   try {
     const jsm = await jetstreamManager(nc);
     for (const name of [config.eventStream, `KV_${config.eventStream}_snapshots`]) {
