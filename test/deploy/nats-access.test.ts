@@ -14,6 +14,7 @@ import { AGENT_WORKER_CONSUMER } from '../../src/workers/agent-worker.ts';
 import { APPLY_WORKER_CONSUMER } from '../../src/workers/apply-worker.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort, PrivateNats } from '../support/private-nats.ts';
+import { runCli } from '../support/cli.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -80,6 +81,12 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Which campaigns waste budget?');
       const finished = await waitForTerminalRun(svc, tenant.keys.write, runId, 30_000);
       expect(finished.status).to.equal('succeeded');
+    });
+
+    it('is what the operator CLI connects with too (same NATS_* variables)', async () => {
+      const verified = await runCli(svc.config, ['audit', 'verify', '--json']);
+      expect(verified.code, verified.stderr).to.equal(0);
+      expect(verified.stdout + verified.stderr).not.to.include(SERVICE_PASSWORD);
     });
   });
 
