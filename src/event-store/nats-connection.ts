@@ -64,9 +64,20 @@ export function natsConnectionOptions(settings: NatsConnectionSettings, name: st
   return {
     servers: settings.natsUrl.split(',').map((s) => s.trim()),
     name,
+    inboxPrefix: inboxPrefixOf(credentials),
     ...auth,
     ...(settings.natsTlsCa ? { tls: { caFile: settings.natsTlsCa } } : {}),
   };
+}
+
+/**
+ * Replies (JetStream API answers, pulled messages) go to `_INBOX.<user>.…`, so the server can
+ * let each user subscribe to its own replies only (deploy/nats/auth.conf): the analytics user
+ * can then neither read the service's replies nor learn its inbox subjects. Without a user name
+ * (no auth, token, creds file) the nats.js default `_INBOX` stays.
+ */
+export function inboxPrefixOf(credentials: NatsConnectionSettings['natsCredentials']): string {
+  return credentials.kind === 'user-password' && /^[A-Za-z0-9_-]{1,64}$/.test(credentials.user) ? `_INBOX.${credentials.user}` : '_INBOX';
 }
 
 function secretsOf(settings: NatsConnectionSettings): string[] {

@@ -192,6 +192,16 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(info.config.ack_policy).to.equal(AckPolicy.Explicit);
     });
 
+    it('cannot read the service\'s replies: its inbox subjects are the service\'s alone', async () => {
+      for (const subject of ['_INBOX.ads-service.>', '_INBOX.>', `${PREFIX}.>`]) {
+        const subscription = analytics.subscribe(subject);
+        const closed = await Promise.race([subscription.closed, new Promise((resolve) => setTimeout(() => resolve('still open'), 3000))]);
+        expect(String(closed), subject).to.match(/Permissions Violation for Subscription/);
+      }
+      // Its own inbox works (every test above used it).
+      expect(analytics.isClosed()).to.equal(false);
+    });
+
     it('is denied every durable consumer the service uses (auth.conf lists each by name)', () => {
       const auth = readFileSync(deploy('nats/auth.conf'), 'utf8');
       const serviceConsumers = [...PROJECTIONS.map((p) => `projector_${p.name}`), AGENT_WORKER_CONSUMER, APPLY_WORKER_CONSUMER];
