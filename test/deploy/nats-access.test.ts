@@ -83,6 +83,24 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(finished.status).to.equal('succeeded');
     });
 
+    it('cannot delete or purge the stream or delete a message either', async () => {
+      const service = await connectNats(svc.config, 'service-user-test');
+      try {
+        const jsm = await jetstreamManager(service);
+        for (const [what, attempt] of Object.entries({
+          'stream delete': () => jsm.streams.delete(STREAM),
+          'stream purge': () => jsm.streams.purge(STREAM),
+          'message delete': () => jsm.streams.deleteMessage(STREAM, 1),
+          'snapshot bucket delete': () => jsm.streams.delete(`KV_${STREAM}_snapshots`),
+        })) {
+          const error = await attempt().then(() => null, (e: Error) => e);
+          expect(error?.message, what).to.match(/Permissions Violation/);
+        }
+      } finally {
+        await service.close();
+      }
+    });
+
     it('is what the operator CLI connects with too (same NATS_* variables)', async () => {
       const verified = await runCli(svc.config, ['audit', 'verify', '--json']);
       expect(verified.code, verified.stderr).to.equal(0);
