@@ -6,6 +6,10 @@ import { connectNats } from '../../src/event-store/nats-connection.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/adsagent_test';
 export const TEST_NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+/** NATS credentials and CA from the environment, so tests and benchmarks also run against a secured NATS. */
+const TEST_NATS_ACCESS = Object.fromEntries(
+  ['NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN', 'NATS_CREDS', 'NATS_TLS_CA'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])),
+);
 
 /**
  * A configuration no other test file shares: its own stream, subject prefix and
@@ -17,6 +21,7 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
     PORT: '0',
     HOST: '127.0.0.1',
     NATS_URL: TEST_NATS_URL,
+    ...TEST_NATS_ACCESS,
     DATABASE_URL: TEST_DATABASE_URL,
     DATABASE_SCHEMA: `t_${suffix}`,
     EVENT_STREAM: `T_${suffix}`,
