@@ -49,6 +49,20 @@ export async function connectNats(settings: NatsConnectionSettings, name: string
   }
 }
 
+/**
+ * Reports every error the server sends after connecting (nats.js only hands it to the one
+ * request that caused it, and not at all for a plain publish or a subscription). A
+ * "Permissions Violation" there means the NATS user lacks a permission the process needs:
+ * deploy/nats/auth.conf and the service's EVENT_STREAM / EVENT_SUBJECT_PREFIX disagree.
+ */
+export function watchNatsServerErrors(nc: NatsConnection, report: (message: string) => void): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'error') report(redactUrls(describeCause(status.error)));
+    }
+  })().catch(() => undefined);
+}
+
 /** The nats.js options for these settings: servers, credentials and TLS. */
 export function natsConnectionOptions(settings: NatsConnectionSettings, name: string): NodeConnectionOptions {
   const credentials = settings.natsCredentials;

@@ -9,7 +9,7 @@ import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ApprovalsPerDayConsumer } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
-import { connectNats } from '../../src/event-store/nats-connection.ts';
+import { connectNats, watchNatsServerErrors } from '../../src/event-store/nats-connection.ts';
 import { AGENT_WORKER_CONSUMER } from '../../src/workers/agent-worker.ts';
 import { APPLY_WORKER_CONSUMER } from '../../src/workers/apply-worker.ts';
 import { eventually } from '../support/eventually.ts';
@@ -163,10 +163,13 @@ describe('deploy/: NATS users, permissions and TLS', function () {
         (error: Error) => error,
       );
       expect(refused?.message).to.match(/Permissions Violation for Publish to "ads\.v1\./);
-      // A core publish (no reply expected) is dropped by the server just the same.
+      // A core publish (no reply expected) is dropped by the server just the same, and the
+      // refusal reaches the process's log through watchNatsServerErrors (the service logs it).
+      const reported: string[] = [];
+      watchNatsServerErrors(analytics, (message) => reported.push(message));
       analytics.publish(subject, forged);
       await analytics.flush();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await eventually(() => expect(reported.join('\n')).to.include(`Permissions Violation for Publish to "${subject}"`), 3000);
       expect(await lastSequence()).to.equal(before);
       const jsm = await jetstreamManager(analytics);
       const last = await jsm.direct.getMessage(STREAM, { last_by_subj: `${PREFIX}.v1.*._.key.*` });
