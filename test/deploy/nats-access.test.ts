@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -302,6 +302,50 @@ describe('deploy/: NATS users, permissions and TLS', function () {
         expect(text, config).to.match(/^http: 127\.0\.0\.1:\d+$/m);
         const { stderr } = await run(NATS_BIN, ['-t', '-c', deploy(config)], { cwd: workDir, env: { ...process.env, ...SERVER_ENV } });
         expect(stderr, config).to.include('is valid');
+      }
+    });
+
+    it('route over mutual TLS with the certificate make-nats-tls.sh made: three nodes form a JetStream cluster', async () => {
+      // The cluster's tls block exactly as shipped; ports and routes are the test's own.
+      const routeTls = /cluster \{[\s\S]*?(tls \{[\s\S]*?\})/.exec(readFileSync(deploy('nats-cluster/nats-1.conf'), 'utf8'))![1];
+      expect(routeTls).to.include('verify: true');
+      const ports = await Promise.all([1, 2, 3].map(async () => ({ client: await freePort(), route: await freePort() })));
+      const nodes = ports.map((port, i) => {
+        const file = join(workDir, `node-${i + 1}.conf`);
+        const routes = ports.map((p) => `nats-route://localhost:${p.route}`).join(', ');
+        writeFileSync(
+          file,
+          [
+            `server_name: node-${i + 1}`,
+            `listen: 127.0.0.1:${port.client}`,
+            `jetstream { store_dir: "${join(workDir, `store-${i + 1}`)}" }`,
+            `cluster { name: ads, listen: 127.0.0.1:${port.route}, routes: [${routes}]`,
+            routeTls,
+            '}',
+            `include "${relative(workDir, deploy('nats/tls.conf'))}"`,
+            `include "${relative(workDir, deploy('nats/auth.conf'))}"`,
+          ].join('\n'),
+        );
+        return spawn(NATS_BIN, ['-c', file], { cwd: workDir, env: { ...process.env, ...SERVER_ENV }, stdio: 'ignore' });
+      });
+      try {
+        await eventually(async () => {
+          expect(await nodesHoldingAnR3Stream(ports[0]!.client)).to.equal(3);
+        }, 20_000, 250);
+      } finally {
+        for (const node of nodes) node.kill('SIGKILL');
+      }
+
+      /** An R3 stream can be created only once the routes are up: its leader plus its replicas. */
+      async function nodesHoldingAnR3Stream(port: number): Promise<number> {
+        const nc = await connectNats({ natsUrl: `nats://127.0.0.1:${port}`, natsCredentials: { kind: 'user-password', user: 'ads-service', password: SERVICE_PASSWORD }, natsTlsCa: caFile }, 'cluster-test');
+        try {
+          const jsm = await jetstreamManager(nc);
+          const info = await jsm.streams.add({ name: 'R3_PROBE', subjects: ['ads.probe'], num_replicas: 3 }).catch(() => jsm.streams.info('R3_PROBE'));
+          return 1 + (info.cluster?.replicas?.length ?? 0);
+        } finally {
+          await nc.close();
+        }
       }
     });
 
