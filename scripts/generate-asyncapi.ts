@@ -147,12 +147,24 @@ export function buildAsyncApi(definitions: readonly EventDefinition[] = EVENT_DE
       local: {
         host: '127.0.0.1:4222',
         protocol: 'nats',
-        description: 'NATS with JetStream (NATS_URL). Production runs a 3-node cluster; see deploy/README.md.',
+        description: 'NATS with JetStream (NATS_URL) for development (deploy/ensure-services.sh): loopback, no users, no TLS.',
+      },
+      deployed: {
+        host: 'nats:4222',
+        protocol: 'nats',
+        description:
+          'The shipped setups (deploy/compose.yaml; the 3-node cluster in deploy/nats-cluster/): TLS verified against NATS_TLS_CA, ' +
+          'and a user of deploy/nats/auth.conf. Consumers log in as `analytics` (read-only: own consumers, no publish) and ' +
+          'receive replies at `_INBOX.analytics.>`. See deploy/README.md.',
+        security: [{ $ref: '#/components/securitySchemes/natsUser' }],
       },
     },
     channels,
     operations,
     components: {
+      securitySchemes: {
+        natsUser: { type: 'userPassword', description: 'NATS user and password (NATS_USER / NATS_PASSWORD); users and permissions in deploy/nats/auth.conf.' },
+      },
       messages,
       correlationIds: {
         correlationId: {

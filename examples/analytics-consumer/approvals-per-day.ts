@@ -17,12 +17,19 @@
  */
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsCredentials } from '../../src/config/config.ts';
+import { natsAccess } from '../../src/config/nats-access-config.ts';
+import { natsConnectionOptions } from '../../src/event-store/nats-connection.ts';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 import { realpathSync } from 'node:fs';
 
 export interface ApprovalsPerDayOptions {
   readonly natsUrl: string;
+  /** How to log in: the read-only `analytics` user of deploy/nats/auth.conf is enough. Default none. */
+  readonly natsCredentials?: NatsCredentials;
+  /** CA certificate (PEM file) of the NATS servers; set, the connection uses TLS. */
+  readonly natsTlsCa?: string;
   readonly databaseUrl: string;
   /** The event stream (EVENT_STREAM). */
   readonly stream: string;
@@ -132,8 +139,14 @@ export class ApprovalsPerDayConsumer {
 
   /** Reads the configuration from the environment (README.md lists the variables). */
   static fromEnv(env: NodeJS.ProcessEnv = process.env, extra: Partial<ApprovalsPerDayOptions> = {}): ApprovalsPerDayConsumer {
+    // NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA: the same rules as the service's.
+    const problems: string[] = [];
+    const access = natsAccess((name) => env[name]?.trim() ?? '', problems);
+    if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
     return new ApprovalsPerDayConsumer({
       natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      natsCredentials: access.natsCredentials,
+      natsTlsCa: access.natsTlsCa,
       databaseUrl: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/adsagent',
       stream: env.EVENT_STREAM ?? 'ADS_EVENTS',
       subjectPrefix: env.EVENT_SUBJECT_PREFIX ?? 'ads',
@@ -169,7 +182,8 @@ export class ApprovalsPerDayConsumer {
       // A second copy waits here (a hot standby) until the first one's session ends.
       await db.query('SELECT pg_advisory_lock(hashtext($1))', [`${this.options.schema}.${this.durableName}`]);
       checkpoint = await this.readCheckpoint(db);
-      const nc = await connect({ servers: this.options.natsUrl.split(',').map((s) => s.trim()), name: this.durableName });
+      const { natsUrl, natsCredentials = { kind: 'none' }, natsTlsCa } = this.options;
+      const nc = await connect(natsConnectionOptions({ natsUrl, natsCredentials, natsTlsCa }, this.durableName));
       try {
         await this.ensureConsumer(nc, checkpoint);
       } catch (error) {

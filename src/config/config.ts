@@ -1,3 +1,6 @@
+import { natsAccess } from './nats-access-config.ts';
+import { redactUrls } from '../log/redact-url.ts';
+
 /**
  * Configuration comes only from environment variables. Every variable is listed in
  * `CONFIG_VARIABLES` (the README's table is checked against it by a test), parsed once
@@ -6,6 +9,13 @@
 export const ROLES = ['http', 'projectors', 'agent-worker', 'apply-worker'] as const;
 export type Role = (typeof ROLES)[number];
 
+/** How the service proves who it is to NATS (deploy/nats/auth.conf defines the users). */
+export type NatsCredentials =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'user-password'; readonly user: string; readonly password: string }
+  | { readonly kind: 'token'; readonly token: string }
+  | { readonly kind: 'creds-file'; readonly path: string };
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -13,6 +23,9 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly natsUrl: string;
+  readonly natsCredentials: NatsCredentials;
+  /** CA certificate (PEM file) that signed the NATS servers' certificates; set, TLS is required. */
+  readonly natsTlsCa: string | undefined;
   readonly databaseUrl: string;
   /** Postgres schema that holds every table of this deployment (tests use one each). */
   readonly databaseSchema: string;
@@ -46,6 +59,11 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PORT', default: '8080', description: 'HTTP port.' },
   { name: 'HOST', default: '127.0.0.1', description: 'HTTP bind address (0.0.0.0 in containers).' },
   { name: 'NATS_URL', default: 'nats://127.0.0.1:4222', description: 'NATS server(s) with JetStream, comma separated.' },
+  { name: 'NATS_USER', default: '', description: 'NATS user name (e.g. ads-service, deploy/nats/auth.conf); needs NATS_PASSWORD.' },
+  { name: 'NATS_PASSWORD', default: '', description: 'Password of NATS_USER. Never logged.' },
+  { name: 'NATS_TOKEN', default: '', description: 'NATS token authentication, instead of NATS_USER. Never logged.' },
+  { name: 'NATS_CREDS', default: '', description: 'Path of a NATS credentials file (JWT + nkey seed), instead of NATS_USER or NATS_TOKEN.' },
+  { name: 'NATS_TLS_CA', default: '', description: 'Path of the CA certificate (PEM) of the NATS servers; set, connections use TLS and verify the server.' },
   { name: 'DATABASE_URL', default: 'postgres://postgres@127.0.0.1:5432/adsagent', description: 'PostgreSQL connection URL.' },
   { name: 'DATABASE_SCHEMA', default: 'adsagent', description: 'Postgres schema for every table of this deployment.' },
   { name: 'PUBLIC_BASE_URL', default: 'http://localhost:8080', description: 'Origin used for absolute URLs in responses (poll_url, Location, approvals_url).' },
@@ -105,9 +123,9 @@ export function loadConfig(env: Env = process.env): Config {
     for (const part of text.split(',')) {
       try {
         const parsed = new URL(part.trim());
-        if (!protocols.includes(parsed.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got '${part}'`);
+        if (!protocols.includes(parsed.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got '${redactUrls(part)}'`);
       } catch {
-        problems.push(`${name} is not a URL: '${part}'`);
+        problems.push(`${name} is not a URL: '${redactUrls(part)}'`);
       }
     }
     return text;
@@ -133,6 +151,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer('PORT', 0, 65535),
     host: raw('HOST'),
     natsUrl: url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']),
+    ...natsAccess(raw, problems),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema: token('DATABASE_SCHEMA', /^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'),
     publicBaseUrl,

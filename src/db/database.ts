@@ -1,28 +1,23 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { redactUrls } from '../log/redact-url.ts';
 import type { Database } from './schema.ts';
 
 // BIGINT sequences fit in a JS number (2^53) for any realistic event log: parse them as numbers.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export class PostgresUnreachableError extends Error {
-  constructor(readonly url: string, cause: unknown) {
+  /** Without its password: error serializers print own properties. */
+  readonly url: string;
+
+  constructor(url: string, cause: unknown) {
     super(
-      `cannot reach PostgreSQL at ${redactUrl(url)} (${cause instanceof Error ? cause.message : String(cause)}); ` +
+      `cannot reach PostgreSQL at ${redactUrls(url)} (${redactUrls(cause instanceof Error ? cause.message : String(cause))}); ` +
         'start it with `bash deploy/ensure-services.sh` or set DATABASE_URL',
       { cause },
     );
     this.name = 'PostgresUnreachableError';
-  }
-}
-
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(invalid url)';
+    this.url = redactUrls(url);
   }
 }
 

@@ -30,7 +30,7 @@ export interface Infrastructure {
  * @throws NatsUnreachableError | PostgresUnreachableError with a one-line explanation.
  */
 export async function openInfrastructure(config: Config, clientName: string): Promise<Infrastructure> {
-  const nc = await connectNats(config.natsUrl, clientName);
+  const nc = await connectNats(config, clientName);
   let database: DatabaseHandle | undefined;
   try {
     database = await openDatabase(config.databaseUrl, config.databaseSchema);

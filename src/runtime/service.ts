@@ -25,6 +25,7 @@ import { ApplyWorker } from '../workers/apply-worker.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
+import { watchNatsServerErrors } from '../event-store/nats-connection.ts';
 import { ReadBarrier } from './read-barrier.ts';
 import { readinessChecks } from './readiness.ts';
 
@@ -45,6 +46,7 @@ export interface RunningService {
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`);
   const { database, store, writeModel, nc, js, jsm, subjects } = infrastructure;
+  watchNatsServerErrors(nc, (message) => logger.error({ nats_error: message }, 'NATS refused an operation; if it is a permission, compare deploy/nats/auth.conf with EVENT_STREAM and EVENT_SUBJECT_PREFIX'));
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
   // events), then stop projectors so those events are projected, then close connections.
   const stopHttp: (() => Promise<void>)[] = [];

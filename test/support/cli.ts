@@ -11,6 +11,7 @@ export interface CliResult {
 export function serviceEnv(config: Config): Record<string, string> {
   return {
     NATS_URL: config.natsUrl,
+    ...natsAccessEnv(config),
     DATABASE_URL: config.databaseUrl,
     DATABASE_SCHEMA: config.databaseSchema,
     EVENT_STREAM: config.eventStream,
@@ -35,4 +36,18 @@ export function spawnCli(config: Config, args: readonly string[]) {
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const done = new Promise<CliResult>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
   return { child, done, stdout: () => stdout };
+}
+
+/** The NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CREDS and NATS_TLS_CA that give another process the same NATS access. */
+export function natsAccessEnv(config: Config): Record<string, string> {
+  const credentials = config.natsCredentials;
+  const env: Record<string, string> =
+    credentials.kind === 'user-password'
+      ? { NATS_USER: credentials.user, NATS_PASSWORD: credentials.password }
+      : credentials.kind === 'token'
+        ? { NATS_TOKEN: credentials.token }
+        : credentials.kind === 'creds-file'
+          ? { NATS_CREDS: credentials.path }
+          : {};
+  return config.natsTlsCa ? { ...env, NATS_TLS_CA: config.natsTlsCa } : env;
 }

@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config/config.ts';
+import { connectNats } from '../../src/event-store/nats-connection.ts';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/adsagent_test';
 export const TEST_NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+/** NATS credentials and CA from the environment, so tests and benchmarks also run against a secured NATS. */
+const TEST_NATS_ACCESS = Object.fromEntries(
+  ['NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN', 'NATS_CREDS', 'NATS_TLS_CA'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])),
+);
 
 /**
  * A configuration no other test file shares: its own stream, subject prefix and
@@ -17,6 +21,7 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
     PORT: '0',
     HOST: '127.0.0.1',
     NATS_URL: TEST_NATS_URL,
+    ...TEST_NATS_ACCESS,
     DATABASE_URL: TEST_DATABASE_URL,
     DATABASE_SCHEMA: `t_${suffix}`,
     EVENT_STREAM: `T_${suffix}`,
@@ -30,7 +35,7 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
 
 /** Deletes what an isolated configuration created: stream, snapshot bucket, schema. */
 export async function dropIsolated(config: Config): Promise<void> {
-  const nc = await connect({ servers: config.natsUrl });
+  const nc = await connectNats(config, 'test-cleanup');
   try {
     const jsm = await jetstreamManager(nc);
     for (const name of [config.eventStream, `KV_${config.eventStream}_snapshots`]) {

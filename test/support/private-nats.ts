@@ -1,18 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
+
+/** Runs the server with shipped configuration files included (e.g. deploy/nats/auth.conf, tls.conf). */
+export interface PrivateNatsOptions {
+  /** Absolute paths of config files included after the test's own listen/jetstream settings. */
+  readonly include?: readonly string[];
+  /** Working directory of the server (relative tls paths of an included file resolve against it). */
+  readonly cwd?: string;
+  /** Added to the server's environment ($VARIABLES of the config files). */
+  readonly env?: Readonly<Record<string, string>>;
+}
 
 /** A nats-server of the test's own (port, store dir), so it can be killed without disturbing anything else. */
 export class PrivateNats {
   private process: ChildProcess | undefined;
   readonly storeDir = mkdtempSync(join(tmpdir(), 'nats-test-'));
 
-  private constructor(readonly port: number) {}
+  private constructor(readonly port: number, private readonly options: PrivateNatsOptions) {}
 
-  static async start(): Promise<PrivateNats> {
-    const nats = new PrivateNats(await freePort());
+  static async start(options: PrivateNatsOptions = {}): Promise<PrivateNats> {
+    const nats = new PrivateNats(await freePort(), options);
     await nats.restart();
     return nats;
   }
@@ -23,7 +33,18 @@ export class PrivateNats {
 
   async restart(): Promise<void> {
     const binary = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
-    this.process = spawn(binary, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], { stdio: 'ignore' });
+    const { include, cwd, env } = this.options;
+    let args = ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir];
+    if (include) {
+      // nats-server resolves includes relative to the including file, and refuses a store_dir
+      // given both as a flag and in a file: the test's own settings go in a file beside the store.
+      const configFile = `${this.storeDir}.conf`;
+      const lines = [`listen: 127.0.0.1:${this.port}`, `jetstream { store_dir: "${this.storeDir}" }`];
+      for (const file of include) lines.push(`include "${relative(dirname(configFile), file)}"`);
+      writeFileSync(configFile, `${lines.join('\n')}\n`);
+      args = ['-c', configFile];
+    }
+    this.process = spawn(binary, args, { stdio: 'ignore', cwd, env: { ...process.env, ...env } });
     await waitForPort(this.port, 10_000);
   }
 
@@ -39,6 +60,7 @@ export class PrivateNats {
   async dispose(): Promise<void> {
     await this.kill();
     rmSync(this.storeDir, { recursive: true, force: true });
+    rmSync(`${this.storeDir}.conf`, { force: true });
   }
 }
 

@@ -1,0 +1,25 @@
+/**
+ * Credentials inside URLs never reach a log line, an error message or a startup failure line:
+ * `nats://user:secret@host` becomes `nats://user:***@host`. NATS also takes a bare token as the
+ * userinfo (`nats://s3cret@host`), so for NATS schemes a userinfo without a colon is masked
+ * whole; for others (`postgres://postgres@host`) it is only a user name and stays readable.
+ */
+const URL_WITH_USERINFO = /\b([a-z][a-z0-9+.-]*):\/\/([^\s/?#@'"]*)@/gi;
+const TOKEN_SCHEMES = new Set(['nats', 'tls', 'ws', 'wss']);
+export const REDACTED = '***';
+
+/** Masks the secret part of every `scheme://userinfo@` in `text` (a URL, a list of URLs, or a message). */
+export function redactUrls(text: string): string {
+  return text.replace(URL_WITH_USERINFO, (_match, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    if (colon >= 0) return `${scheme}://${userinfo.slice(0, colon)}:${REDACTED}@`;
+    return TOKEN_SCHEMES.has(scheme.toLowerCase()) ? `${scheme}://${REDACTED}@` : `${scheme}://${userinfo}@`;
+  });
+}
+
+/** Replaces each secret (a password or token from the configuration) wherever it occurs in `text`. */
+export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
+  let redacted = text;
+  for (const secret of secrets) if (secret) redacted = redacted.split(secret).join(REDACTED);
+  return redacted;
+}
