@@ -138,6 +138,12 @@ export class EventStore {
     return message ? this.admission.tryAdmit(message) : null;
   }
 
+  /** The stored bytes at a stream sequence, unparsed, or null. */
+  async rawAt(seq: number): Promise<RawStoredMessage | null> {
+    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
+    return message ? { seq: message.seq, subject: message.subject, text: message.string(), data: message.data } : null;
+  }
+
   /** The stream's last sequence (0 when empty). */
   async lastSequence(): Promise<number> {
     const info = await this.jsm.streams.info(this.streamName);
