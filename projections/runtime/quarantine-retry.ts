@@ -4,7 +4,7 @@ import type { EventStore } from '../../src/event-store/event-store.ts';
 import { applyIsolating } from './apply-isolating.ts';
 import { lockCheckpoint } from './checkpoints.ts';
 import type { Projection } from './projection.ts';
-import { listQuarantine, releaseQuarantined } from './quarantine.ts';
+import { listQuarantine, parkEvent, releaseQuarantined } from './quarantine.ts';
 
 /** What a retry did for one projection that had parked the event. */
 export const RetryOutcome = {
@@ -61,6 +61,13 @@ export async function retryQuarantined(options: RetryOptions): Promise<RetryResu
       result(RetryOutcome.Gone, `stream sequence ${seq} is no longer stored`);
       continue;
     }
+    const admitted = store.admission.tryAdmit(message);
+    if (!admitted.ok) {
+      // Still not believable: nothing to apply, whatever the order.
+      await parkEvent(db, { ...entry, code: admitted.corrupt.code, error: admitted.corrupt.error, payload: message.data });
+      result(RetryOutcome.StillFailing, admitted.corrupt.error);
+      continue;
+    }
     const outcome = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
       const applied = checkpoint?.lastSeq ?? 0;
@@ -69,7 +76,7 @@ export async function retryQuarantined(options: RetryOptions): Promise<RetryResu
           return { outcome: RetryOutcome.OutOfOrder, detail: `sequence ${later.seq} of ${message.subject} is already applied; use --force to apply out of order` };
         }
       }
-      const parked = await applyIsolating(trx, projection, [{ result: store.admission.tryAdmit(message), payload: message.data }]);
+      const parked = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }]);
       if (parked.length > 0) return { outcome: RetryOutcome.StillFailing, detail: parked[0]!.error };
       await releaseQuarantined(trx, projection.name, seq);
       return { outcome: RetryOutcome.Applied, detail: 'applied and removed from the quarantine' };
