@@ -86,7 +86,9 @@ export class EventValidator {
    * @throws EventSchemaError, UnknownEventTypeError (a subclass) or EventTextError (a subclass)
    */
   assertValid(event: UnsealedEvent | EventEnvelope): void {
-    if (!this.envelope(event)) throw new EventSchemaError(String((event as { type?: unknown }).type), describe(this.envelope));
+    // `event` may be any JSON value when it came off the stream (null, a number…): name its type carefully.
+    const claimedType = typeof event === 'object' && event !== null ? String((event as { type?: unknown }).type) : `(${event === null ? 'null' : typeof event})`;
+    if (!this.envelope(event)) throw new EventSchemaError(claimedType, describe(this.envelope));
     const validateData = this.byTypeVersion.get(`${event.type}@${event.version}`);
     if (!validateData) throw new UnknownEventTypeError(event.type, event.version);
     if (!validateData(event.data)) throw new EventSchemaError(event.type, describe(validateData, '/data'));
