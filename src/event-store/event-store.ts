@@ -155,16 +155,27 @@ export class EventStore {
    * a sequence known to exist on the subject (its last one, usually), so the read ends.
    */
   async *readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<StoredEvent> {
+    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) {
+      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+    }
+  }
+
+  /** Like {@link readSubject}, with bad events surfaced as values (see {@link readFilteredChecked}). */
+  async *readSubjectChecked(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<AdmissionResult> {
+    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) yield this.admission.tryAdmit(message);
+  }
+
+  private async *readSubjectRaw(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<{ seq: number; subject: string; data: Uint8Array }> {
     if (uptoSeq <= afterSeq) return;
     let cursor = afterSeq + 1;
     for (let read = 0; read < DIRECT_READ_LIMIT; read++) {
       const message = await this.jsm.direct.getMessage(this.streamName, { seq: cursor, next_by_subj: subject });
       if (!message || message.seq > uptoSeq) return;
-      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+      yield { seq: message.seq, subject: message.subject, data: message.data };
       if (message.seq === uptoSeq) return;
       cursor = message.seq + 1;
     }
-    yield* this.readFiltered(subject, cursor, uptoSeq);
+    yield* this.readRaw(subject, cursor, uptoSeq);
   }
 
   /**

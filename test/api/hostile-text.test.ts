@@ -115,6 +115,9 @@ describe('hostile text: U+0000, C0 controls and lone surrogates', function () {
       const runId = await startRun(svc, other.keys.write, other.accounts.sandbox, 'Which campaigns waste budget?');
       const run = await waitForTerminalRun(svc, other.keys.read, runId, 30_000);
       expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+      // The write model does not believe them either: the poisoned account is not "busy" with a forged run.
+      const own = await waitForTerminalRun(svc, tenant.keys.read, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox2, 'Which campaigns waste budget?'), 30_000);
+      expect(own.status, JSON.stringify(own.error)).to.equal('succeeded');
 
       const ready = await api(svc, 'GET', '/readyz');
       expect(ready.status, ready.text).to.equal(200);
