@@ -43,7 +43,7 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   } catch (error) {
     throw new MalformedJsonError(error instanceof Error ? error.message : 'invalid JSON');
   }
-  assertCleanRequestText(parsed, '');
+  assertCleanRequestText(parsed);
   return parsed;
 }
 
