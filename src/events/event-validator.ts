@@ -2,7 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ACTOR_KINDS, AGGREGATE_TYPES, type EventEnvelope, type UnsealedEvent } from './envelope.ts';
 import { EVENT_DEFINITIONS } from './catalogue/index.ts';
-import { describeHostileCharacter, findHostileText } from '../text/hostile-text.ts';
+import { describeHostileCharacter, findHostileText, hasHostileText } from '../text/hostile-text.ts';
 
 /** Raised when an event does not match its schema; the store refuses to append it. */
 export class EventSchemaError extends Error {
@@ -93,6 +93,7 @@ export class EventValidator {
     if (!validateData) throw new UnknownEventTypeError(event.type, event.version);
     if (!validateData(event.data)) throw new EventSchemaError(event.type, describe(validateData, '/data'));
     // After the schema so the walk only ever sees plain JSON shapes; one pass, stops at the first finding.
+    if (!hasHostileText(event)) return;
     const [finding] = findHostileText(event, 1);
     if (finding) throw new EventTextError(event.type, finding.pointer, describeHostileCharacter(finding.character));
   }
