@@ -8,6 +8,7 @@ import { retryQuarantined } from '../../projections/runtime/quarantine-retry.ts'
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import type { Database } from '../../src/db/schema.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import { EventAdmission } from '../../src/events/event-admission.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../../src/events/envelope.ts';
 import { sealEvent } from '../../src/events/event-hash.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -21,29 +22,32 @@ import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
  * varchar(8), so a longer name fails with SQLSTATE 22001 (string data right truncation),
  * the same class (22) as the U+0000 / surrogate refusals of the real projections.
  */
-const pickyProjection: Projection = {
-  name: 'picky',
-  version: 1,
-  tables: ['picky'],
-  async createTables(db: Kysely<any>) {
-    await db.schema
-      .createTable('picky')
-      .addColumn('seq', 'bigint', (c) => c.primaryKey())
-      .addColumn('name', 'varchar(8)', (c) => c.notNull())
-      .addColumn('applied', 'integer', (c) => c.notNull())
-      .execute();
-  },
-  async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
-    const db = trx as unknown as Kysely<any>;
-    for (const { seq, event } of events) {
-      await db
-        .insertInto('picky')
-        .values({ seq, name: (event.data as { name: string }).name, applied: 1 })
-        .onConflict((oc: any) => oc.column('seq').doUpdateSet({ applied: sql`picky.applied + 1` }))
+function pickyProjectionNamed(table: string): Projection {
+  return {
+    name: table,
+    version: 1,
+    tables: [table],
+    async createTables(db: Kysely<any>) {
+      await db.schema
+        .createTable(table)
+        .addColumn('seq', 'bigint', (c) => c.primaryKey())
+        .addColumn('name', 'varchar(8)', (c) => c.notNull())
+        .addColumn('applied', 'integer', (c) => c.notNull())
         .execute();
-    }
-  },
-};
+    },
+    async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+      const db = trx as unknown as Kysely<any>;
+      for (const { seq, event } of events) {
+        await db
+          .insertInto(table)
+          .values({ seq, name: (event.data as { name: string }).name, applied: 1 })
+          .onConflict((oc: any) => oc.column('seq').doUpdateSet({ applied: sql`${sql.ref(`${table}.applied`)} + 1` }))
+          .execute();
+      }
+    },
+  };
+}
+const pickyProjection = pickyProjectionNamed('picky');
 
 async function pickyRows(db: Kysely<any>): Promise<{ seq: number; name: string; applied: number }[]> {
   return db.selectFrom('picky').select(['seq', 'name', 'applied']).orderBy('seq').execute();
@@ -213,6 +217,40 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     expect((await retry(late)).map((r) => r.outcome)).to.deep.equal(['out-of-order']);
     expect((await retry(late, true)).map((r) => r.outcome)).to.deep.equal(['applied']);
     expect((await retry(late)).map((r) => r.outcome)).to.deep.equal([]);
+  });
+
+  it('parks what the pluggable authenticity check refuses as untrusted', async () => {
+    const forged = fresh('forged');
+    const genuine = fresh('genuine');
+    const admission = new EventAdmission({
+      authenticity: {
+        check: (event) => {
+          if (event.workspace_id === forged.workspace) throw new Error('no valid signature from a known key');
+        },
+      },
+    });
+    const forgedSeq = await publishRaw(subjectOf(forged.workspace), sealed(forged.event));
+    const genuineSeq = await publishRaw(subjectOf(genuine.workspace), sealed(genuine.event));
+    const projector = new Projector({
+      db: infra.database.db,
+      js: infra.js,
+      jsm: infra.jsm,
+      stream: config.eventStream,
+      filterSubject: infra.subjects.all,
+      projection: pickyProjectionNamed('picky_signed'),
+      logger: createLogger('silent'),
+      admission,
+    });
+    await projector.start();
+    try {
+      await eventually(async () => expect((await readCheckpoint(infra.database.db, 'picky_signed'))!.lastSeq).to.equal(genuineSeq));
+    } finally {
+      await projector.stop();
+    }
+    const parked = (await listQuarantine(infra.database.db)).filter((p) => p.projection === 'picky_signed' && p.seq >= forgedSeq);
+    expect(parked.map((p) => [p.seq, p.code, p.error])).to.deep.equal([
+      [forgedSeq, 'untrusted', `stream sequence ${forgedSeq} (${subjectOf(forged.workspace)}) is inadmissible (untrusted): no valid signature from a known key`],
+    ]);
   });
 
   it('still retries transient failures (serialization failure 40001) in order, parking nothing', async () => {
