@@ -29,7 +29,7 @@ export async function runQuarantineCommand(infra: Infrastructure, args: readonly
     const human =
       rows.length === 0
         ? 'no parked events'
-        : rows.map((r) => `${r.seq}\t${r.projection}\t${r.code}\t${r.subject}\t${r.first_seen_at}\t${sanitizeText(r.error)}`).join('\n');
+        : rows.map((r) => `${r.seq}\t${r.projection}\t${r.code}\t${sanitizeText(r.subject)}\t${r.first_seen_at}\t${sanitizeText(r.error)}`).join('\n');
     printResult(json, { events: rows }, human);
     return 0;
   }
