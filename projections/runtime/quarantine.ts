@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { InadmissibleCode } from '../../src/events/event-admission.ts';
+import { sanitizeText } from '../../src/text/hostile-text.ts';
 
 /** One event a projection parked instead of applying. */
 export interface ParkedEvent {
@@ -29,10 +30,12 @@ const MAX_ERROR_LENGTH = 2000;
  */
 export async function parkEvent(trx: Transaction<Database> | Kysely<Database>, parked: ParkedEvent, schema?: string): Promise<void> {
   const table = schema ? sql.id(schema, 'event_quarantine') : sql.id('event_quarantine');
-  const error = parked.error.slice(0, MAX_ERROR_LENGTH);
+  // The quarantine must never be refused itself: text Postgres cannot store is repaired here.
+  const error = sanitizeText(parked.error.slice(0, MAX_ERROR_LENGTH));
+  const subject = sanitizeText(parked.subject);
   await sql`
     insert into ${table} (projection, seq, subject, code, error, payload)
-    values (${parked.projection}, ${parked.seq}, ${parked.subject}, ${parked.code}, ${error}, ${Buffer.from(parked.payload)})
+    values (${parked.projection}, ${parked.seq}, ${subject}, ${parked.code}, ${error}, ${Buffer.from(parked.payload)})
     on conflict (projection, seq) do update
       set code = excluded.code, error = excluded.error, subject = excluded.subject, payload = excluded.payload, last_seen_at = now()
   `.execute(trx);
