@@ -74,6 +74,8 @@ export interface ConsumerStats {
   /** Action events that count nothing (rejected, applied, ...), acked at once. */
   readonly ignored: number;
   readonly failures: number;
+  /** Messages that are not believable action events (not JSON, missing fields, foreign subject), logged and skipped. */
+  readonly corrupt: number;
   readonly lastError: string | null;
 }
 
@@ -88,6 +90,44 @@ export class UnsupportedEventVersionError extends Error {
     super(`${type} v${version} at stream sequence ${seq} is not understood by this consumer; upgrade it`);
     this.name = 'UnsupportedEventVersionError';
   }
+}
+
+/** A message that can never be counted; retrying it would stop the consumer for good. */
+export class CorruptEventError extends Error {
+  constructor(readonly seq: number, reason: string) {
+    super(`stream sequence ${seq} is not a usable action event: ${reason}`);
+    this.name = 'CorruptEventError';
+  }
+}
+
+/** Subject tokens (docs/consumers.md): what ids look like; anything else is not from the service. */
+const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T/;
+
+/**
+ * Reads the fields this consumer uses, trusting nothing: the body must be JSON, the fields
+ * present and well-formed, and the account the one the subject names
+ * (`<prefix>.v1.<workspace>.<account>.action.<id>`), or the message is corrupt.
+ *
+ * @throws CorruptEventError
+ */
+export function parseActionEvent(data: Uint8Array, subject: string, seq: number): ActionEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data));
+  } catch {
+    throw new CorruptEventError(seq, 'not UTF-8 JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CorruptEventError(seq, 'not a JSON object');
+  const event = value as Record<string, unknown>;
+  if (typeof event.type !== 'string' || !Number.isInteger(event.version)) throw new CorruptEventError(seq, 'type or version missing');
+  if (typeof event.time !== 'string' || !ISO_TIME.test(event.time)) throw new CorruptEventError(seq, 'time is not an ISO-8601 time');
+  if (typeof event.workspace_id !== 'string' || !TOKEN.test(event.workspace_id)) throw new CorruptEventError(seq, 'workspace_id is not an id');
+  if (typeof event.account_id !== 'string' || !TOKEN.test(event.account_id)) throw new CorruptEventError(seq, 'account_id is not an id');
+  if (typeof event.data !== 'object' || event.data === null) throw new CorruptEventError(seq, 'data missing');
+  const tokens = subject.split('.');
+  if (tokens[2] !== event.workspace_id || tokens[3] !== event.account_id) throw new CorruptEventError(seq, `envelope does not belong on ${subject}`);
+  return event as unknown as ActionEvent;
 }
 
 interface ActionEvent {
@@ -127,7 +167,7 @@ export class ApprovalsPerDayConsumer {
   private stopping = false;
   private migrated = false;
   private killed = false;
-  private stats = { counted: 0, skipped: 0, ignored: 0, failures: 0, lastError: null as string | null };
+  private stats = { counted: 0, skipped: 0, ignored: 0, failures: 0, corrupt: 0, lastError: null as string | null };
 
   constructor(private readonly options: ApprovalsPerDayOptions) {
     if (!IDENTIFIER.test(options.schema)) throw new Error(`schema must be a plain SQL identifier, got '${options.schema}'`);
@@ -326,6 +366,13 @@ export class ApprovalsPerDayConsumer {
             await this.handle(message);
           } catch (error) {
             if (this.killed) return;
+            if (error instanceof CorruptEventError) {
+              // Deterministic: it would fail the same way forever. Skip it, say so, go on.
+              this.stats.corrupt++;
+              this.log(`skipped: ${error.message}`);
+              message.ack();
+              continue;
+            }
             failed = true;
             this.stats.failures++;
             this.stats.lastError = error instanceof Error ? error.message : String(error);
@@ -351,14 +398,20 @@ export class ApprovalsPerDayConsumer {
 
   private async handle(message: JsMsg): Promise<void> {
     const seq = message.seq;
-    const type = message.headers?.get(TYPE_HEADER) || (message.json<ActionEvent>().type ?? '');
-    if (!COUNTED_TYPES.has(type)) {
-      // Unknown and uninteresting types are acked without touching the database.
+    const headerType = message.headers?.get(TYPE_HEADER);
+    if (headerType && !COUNTED_TYPES.has(headerType)) {
+      // Uninteresting types are acked without parsing or touching the database.
       this.stats.ignored++;
       message.ack();
       return;
     }
-    const event = message.json<ActionEvent>();
+    const event = parseActionEvent(message.data, message.subject, seq);
+    const type = event.type;
+    if (!COUNTED_TYPES.has(type)) {
+      this.stats.ignored++;
+      message.ack();
+      return;
+    }
     const count = countOf(event, seq);
     if (count === null) {
       this.stats.ignored++;

@@ -10,8 +10,9 @@ import {
 } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { parseEvent, type StoredEvent } from '../../src/event-store/event-store.ts';
+import { eventAdmission, type EventAdmission } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
+import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
 import type { Projection } from './projection.ts';
@@ -31,6 +32,8 @@ export interface ProjectorOptions {
    * crash tests use it to stop a projector exactly there; nothing else should need it.
    */
   readonly afterCommit?: (lastSeq: number) => Promise<void> | void;
+  /** What to believe (default: the process-wide admission, where the signing check plugs in). */
+  readonly admission?: EventAdmission;
 }
 
 export interface ProjectorStatus {
@@ -39,6 +42,8 @@ export interface ProjectorStatus {
   /** True while the last attempt to apply a batch failed; the projector retries, never skips. */
   readonly stalled: boolean;
   readonly lastError: string | null;
+  /** Events this projector parked in the quarantine since it started (the table has them all). */
+  readonly parked: number;
 }
 
 const MAX_BACKOFF_MS = 5000;
@@ -47,7 +52,9 @@ const MAX_BACKOFF_MS = 5000;
  * Runs one projection as a durable JetStream consumer. Each batch is applied in one
  * Postgres transaction together with the checkpoint, and acknowledged only after commit:
  * at-least-once delivery, exactly-once effect (redeliveries at or below the checkpoint
- * are skipped). Events are applied strictly in stream order; a failing batch is retried
+ * are skipped). Events are applied strictly in stream order. An event that can never be
+ * applied (inadmissible, or refused by Postgres for its data) is parked in the quarantine
+ * in the same transaction and the checkpoint moves past it; any other failure is retried
  * with backoff until it succeeds, and the projector reports itself stalled meanwhile.
  */
 export class Projector {
@@ -61,7 +68,7 @@ export class Projector {
 
   constructor(private readonly options: ProjectorOptions) {
     this.batchSize = options.batchSize ?? 500;
-    this.status = { name: options.projection.name, lastSeq: 0, stalled: false, lastError: null };
+    this.status = { name: options.projection.name, lastSeq: 0, stalled: false, lastError: null, parked: 0 };
   }
 
   get consumerName(): string {
@@ -168,27 +175,34 @@ export class Projector {
   }
 
   private async applyBatch(batch: readonly JsMsg[]): Promise<number> {
-    const { db, projection } = this.options;
-    const lastSeq = await db.transaction().execute(async (trx) => {
+    const { db, projection, logger } = this.options;
+    const admission = this.options.admission ?? eventAdmission();
+    const { lastSeq, parked } = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
       if (!checkpoint || checkpoint.version !== projection.version) {
         throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
       }
-      const fresh: StoredEvent[] = [];
+      const fresh: BatchEntry[] = [];
       let expected = checkpoint.lastSeq + 1;
       for (const message of batch) {
         if (message.seq < expected) continue;
         if (message.seq > expected) throw new SequenceGapError(expected, message.seq);
-        fresh.push({ seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) });
+        fresh.push({ result: admission.tryAdmit(message), payload: message.data });
         expected++;
       }
-      if (fresh.length === 0) return checkpoint.lastSeq;
-      await projection.apply(trx, fresh);
-      const last = fresh[fresh.length - 1]!.seq;
+      if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [] };
+      const parked = await applyIsolating(trx, projection, fresh);
+      const last = expected - 1;
       await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
-      return last;
+      return { lastSeq: last, parked };
     });
-    this.status = { ...this.status, lastSeq };
+    for (const event of parked) {
+      logger.warn(
+        { projection: projection.name, seq: event.seq, subject: event.subject, code: event.code, err: event.error },
+        'projector parked an event it can never apply; see `adsagent projections quarantine list`',
+      );
+    }
+    this.status = { ...this.status, lastSeq, parked: this.status.parked + parked.length };
     return lastSeq;
   }
 }

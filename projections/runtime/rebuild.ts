@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import type { EventStore, StoredEvent } from '../../src/event-store/event-store.ts';
+import type { EventStore, RawStoredMessage } from '../../src/event-store/event-store.ts';
+import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import type { Projection } from './projection.ts';
 
@@ -20,6 +21,8 @@ export interface RebuildOptions {
 export interface RebuildResult {
   readonly events: number;
   readonly lastSeq: number;
+  /** Events parked in the quarantine instead of applied (the live projector parks the same ones). */
+  readonly parked: number;
   readonly durationMs: number;
 }
 
@@ -36,20 +39,29 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
   const shadow = `${schema}_rebuild`;
   const started = Date.now();
 
-  const folded = await foldIntoSchema({ db, store, schema: shadow, filterSubject, projection, batchSize, onProgress: options.onProgress });
-  let { applied, lastSeq } = folded;
+  const folded = await foldIntoSchema({
+    db,
+    store,
+    schema: shadow,
+    filterSubject,
+    projection,
+    batchSize,
+    onProgress: options.onProgress,
+    quarantineSchema: schema,
+  });
+  let { applied, lastSeq, parked } = folded;
 
   const finalSeq = await db.transaction().execute(async (trx) => {
     await lockCheckpoint(trx, projection.name);
     const head = await store.lastSequence();
-    let tail: StoredEvent[] = [];
-    for await (const stored of store.readFiltered(filterSubject, lastSeq + 1, head)) tail.push(stored);
+    const tail: RawStoredMessage[] = [];
+    for await (const raw of store.readRaw(filterSubject, lastSeq + 1, head)) tail.push(raw);
     if (tail.length > 0) {
       await sql`set local search_path to ${sql.id(shadow)}`.execute(trx);
-      await projection.apply(trx, tail);
+      const tailParked = await applyIsolating(trx, projection, admitAll(store, tail), { quarantineSchema: schema });
       lastSeq = tail[tail.length - 1]!.seq;
-      applied += tail.length;
-      tail = [];
+      applied += tail.length - tailParked.length;
+      parked += tailParked.length;
     }
     await sql`set local search_path to ${sql.id(schema)}, public`.execute(trx);
     for (const table of projection.tables) {
@@ -60,7 +72,7 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
     return lastSeq;
   });
   await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
-  return { events: applied, lastSeq: finalSeq, durationMs: Date.now() - started };
+  return { events: applied, lastSeq: finalSeq, parked, durationMs: Date.now() - started };
 }
 
 export interface FoldOptions {
@@ -74,6 +86,11 @@ export interface FoldOptions {
   readonly uptoSeq?: number;
   readonly batchSize?: number;
   readonly onProgress?: (seq: number, target: number) => void;
+  /**
+   * Where to park events that cannot be applied (the live schema, for a rebuild). Unset:
+   * they are skipped without a record, as `audit verify` does in its read-only fold.
+   */
+  readonly quarantineSchema?: string;
 }
 
 /**
@@ -81,7 +98,7 @@ export interface FoldOptions {
  * Used by the rebuild (which then swaps them in) and by `audit verify` (which compares
  * them with the live tables).
  */
-export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number }> {
+export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number; parked: number }> {
   const { db, store, schema, projection, filterSubject } = options;
   const batchSize = options.batchSize ?? 1000;
   await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
@@ -89,25 +106,40 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   await inSchema(db, schema, (trx) => projection.createTables(trx));
   const target = options.uptoSeq ?? (await store.lastSequence());
   let applied = 0;
+  let parked = 0;
   let lastSeq = 0;
-  let batch: StoredEvent[] = [];
+  let batch: RawStoredMessage[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    const events = batch;
+    const messages = batch;
     batch = [];
-    await inSchema(db, schema, (trx) => projection.apply(trx, events));
-    applied += events.length;
-    lastSeq = events[events.length - 1]!.seq;
+    const parkedNow = await inSchema(db, schema, (trx) =>
+      applyIsolating(trx, projection, admitAll(store, messages), {
+        quarantineSchema: options.quarantineSchema,
+        park: options.quarantineSchema !== undefined,
+      }),
+    );
+    applied += messages.length - parkedNow.length;
+    parked += parkedNow.length;
+    lastSeq = messages[messages.length - 1]!.seq;
     options.onProgress?.(lastSeq, target);
   };
   if (target > 0) {
-    for await (const stored of store.readFiltered(filterSubject, 1, target)) {
-      batch.push(stored);
+    for await (const raw of store.readRaw(filterSubject, 1, target)) {
+      batch.push(raw);
       if (batch.length >= batchSize) await flush();
     }
   }
   await flush();
-  return { applied, lastSeq };
+  return { applied, lastSeq, parked };
+}
+
+/** The same admission the live projector applies, so a rebuild parks the same events. */
+function admitAll(store: EventStore, messages: readonly RawStoredMessage[]): BatchEntry[] {
+  return messages.map((raw) => ({
+    result: store.admission.tryAdmit({ seq: raw.seq, subject: raw.subject, data: raw.data }),
+    payload: raw.data,
+  }));
 }
 
 async function inSchema<T>(db: Kysely<Database>, schema: string, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {

@@ -99,7 +99,14 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     if (expectedSubject !== raw.subject) {
       return report({ kind: 'subject_mismatch', seq: raw.seq, subject: raw.subject, detail: `the envelope belongs on ${expectedSubject}` });
     }
-    const recomputed = computeEventHash(event, event.prev_hash);
+    let recomputed: string;
+    try {
+      recomputed = computeEventHash(event, event.prev_hash);
+    } catch (error) {
+      // The canonical JSON has no form for some values (a lone surrogate): such an event cannot be the one that was hashed.
+      const detail = `event ${event.id} (${event.type}) cannot be hashed: ${error instanceof Error ? error.message : String(error)}`;
+      return report({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail });
+    }
     if (recomputed !== event.hash) {
       return report({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}) does not hash to its recorded hash: its content was altered` });
     }

@@ -12,6 +12,7 @@ import { openInfrastructure, type Infrastructure } from '../runtime/infrastructu
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
 import { runEventsTail } from './events-tail-command.ts';
+import { runQuarantineCommand } from './quarantine-command.ts';
 import { printResult, UsageError, warn } from './output.ts';
 
 const USAGE = `usage: adsagent <command> [options] [--json]
@@ -25,6 +26,8 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   events tail [--account ID] [--type TYPE] [--from-seq N | --since TIME] [--follow]
   demo
   projections rebuild [NAME ...]      (default: every projection)
+  projections quarantine list         events projections parked instead of applying
+  projections quarantine retry SEQ [--force]
 
 Configuration comes from the same environment variables as the service (README).`;
 
@@ -113,6 +116,8 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       }
       return printResult(json, results, Object.entries(results).map(([n, r]) => `${n}: ${JSON.stringify(r)}`).join('\n'));
     }
+    case 'projections quarantine':
+      return runQuarantineCommand(infra, rest, options, json);
     default:
       throw new UsageError(`unknown command '${command.join(' ')}'`);
   }
@@ -136,6 +141,7 @@ async function main(): Promise<number> {
         'from-seq': { type: 'string' },
         since: { type: 'string' },
         follow: { type: 'boolean', default: false },
+        force: { type: 'boolean', default: false },
       },
     });
   } catch (error) {

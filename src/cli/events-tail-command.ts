@@ -1,8 +1,13 @@
+import type { AdmissionResult } from '../events/event-admission.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { UsageError } from './output.ts';
 import type { Options } from './adsagent.ts';
 
-/** `adsagent events tail`: events as JSON lines (envelope plus `seq` and `subject`). */
+/**
+ * `adsagent events tail`: events as JSON lines (envelope plus `seq` and `subject`). A
+ * message that is not a believable event prints as `{"seq","subject","corrupt":true,
+ * "code","error"}` and the tail goes on (a `--type` filter does not hide it).
+ */
 export async function runEventsTail(infra: Infrastructure, options: Options): Promise<number> {
   if (options['from-seq'] !== undefined && options.since !== undefined) throw new UsageError('use --from-seq or --since, not both');
   const account = typeof options.account === 'string' ? options.account : '*';
@@ -18,10 +23,17 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
     from = await infra.store.firstSeqAtOrAfter(time);
   }
   const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
-  if (!options.follow) {
-    for await (const { seq, subject, event } of infra.store.readFiltered(filter, from)) {
-      if (!type || event.type === type) print({ seq, subject, ...event });
+  const show = (result: AdmissionResult) => {
+    if (!result.ok) {
+      const { seq, subject, code, error } = result.corrupt;
+      print({ seq, subject, corrupt: true, code, error });
+      return;
     }
+    const { seq, subject, event } = result.stored;
+    if (!type || event.type === type) print({ seq, subject, ...event });
+  };
+  if (!options.follow) {
+    for await (const result of infra.store.readFilteredChecked(filter, from)) show(result);
     return 0;
   }
   const controller = new AbortController();
@@ -29,9 +41,7 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    for await (const { seq, subject, event } of infra.store.follow(filter, from, controller.signal)) {
-      if (!type || event.type === type) print({ seq, subject, ...event });
-    }
+    for await (const result of infra.store.followChecked(filter, from, controller.signal)) show(result);
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);

@@ -1,6 +1,7 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './migrations/001-infrastructure.ts';
 import * as m002 from './migrations/002-sandbox-platform.ts';
+import * as m003 from './migrations/003-event-quarantine.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
@@ -9,6 +10,7 @@ import * as m002 from './migrations/002-sandbox-platform.ts';
 const MIGRATIONS: Record<string, Migration> = {
   '001-infrastructure': m001,
   '002-sandbox-platform': m002,
+  '003-event-quarantine': m003,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -19,6 +19,18 @@ export interface ProjectionCheckpointsTable {
   updated_at: ColumnType<Date, string | undefined, string | undefined>;
 }
 
+/** A projection's parked events (projections/runtime/quarantine.ts). */
+export interface EventQuarantineTable {
+  projection: string;
+  seq: number;
+  subject: string;
+  code: string;
+  error: string;
+  payload: Buffer;
+  first_seen_at: ColumnType<Date, string | undefined, never>;
+  last_seen_at: ColumnType<Date, string | undefined, string | undefined>;
+}
+
 export interface IdempotencyRecordsTable {
   key_id: string;
   idempotency_key: string;
@@ -35,6 +47,7 @@ export interface IdempotencyRecordsTable {
 export interface Database {
   projection_checkpoints: ProjectionCheckpointsTable;
   idempotency_records: IdempotencyRecordsTable;
+  event_quarantine: EventQuarantineTable;
   workspaces: WorkspacesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

@@ -35,9 +35,16 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
     private readonly folder: AggregateFolder<S, E>,
   ) {}
 
+  /**
+   * Decision state is folded from admitted events only (src/events/event-admission.ts): a
+   * corrupt or forged message on the subject changes no decision. It still counts for the
+   * position, since the next append must expect the subject's real last sequence; the
+   * chain continues from the last admitted event's hash.
+   */
   async load(subject: string): Promise<LoadedAggregate<S>> {
-    const head = await this.store.lastOf(subject);
-    if (!head) return { ...EMPTY_POSITION, state: this.folder.initialState() };
+    const last = await this.store.lastOfChecked(subject);
+    if (!last) return { ...EMPTY_POSITION, state: this.folder.initialState() };
+    const head = { seq: last.ok ? last.stored.seq : last.corrupt.seq };
     let base = this.usable(this.cache.get(subject), head.seq);
     if (!base && this.snapshots) {
       base = this.usable(await this.snapshots.read<S>(subject), head.seq);
@@ -45,7 +52,12 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
     }
     let state = base ? base.state : this.folder.initialState();
     let position: SubjectPosition = base ?? EMPTY_POSITION;
-    for await (const stored of this.store.readSubject(subject, position.lastSequence, head.seq)) {
+    for await (const result of this.store.readSubjectChecked(subject, position.lastSequence, head.seq)) {
+      if (!result.ok) {
+        position = { lastSequence: result.corrupt.seq, lastHash: position.lastHash };
+        continue;
+      }
+      const stored = result.stored;
       state = this.folder.evolve(state, stored.event as E);
       position = { lastSequence: stored.seq, lastHash: stored.event.hash };
       this.eventsSincePersisted.set(subject, (this.eventsSincePersisted.get(subject) ?? 0) + 1);

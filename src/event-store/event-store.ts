@@ -9,6 +9,7 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
 import { sealEvent } from '../events/event-hash.ts';
 import { eventValidator, type EventValidator } from '../events/event-validator.ts';
+import { eventAdmission, type AdmissionResult, type EventAdmission } from '../events/event-admission.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode } from './errors.ts';
 
 /** An event as stored: its envelope plus where it sits in the stream. */
@@ -51,14 +52,18 @@ const DIRECT_READ_LIMIT = 32;
  */
 export class EventStore {
   private readonly validator: EventValidator;
+  /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
+  readonly admission: EventAdmission;
 
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     readonly streamName: string,
     validator: EventValidator = eventValidator(),
+    admission: EventAdmission = eventAdmission(),
   ) {
     this.validator = validator;
+    this.admission = admission;
   }
 
   /**
@@ -110,6 +115,12 @@ export class EventStore {
     return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
   }
 
+  /** Like {@link lastOf}, with a bad last event surfaced as a value instead of thrown. */
+  async lastOfChecked(subject: string): Promise<AdmissionResult | null> {
+    const message = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
+    return message ? this.admission.tryAdmit(message) : null;
+  }
+
   async positionOf(subject: string): Promise<SubjectPosition> {
     const last = await this.lastOf(subject);
     return last ? { lastSequence: last.seq, lastHash: last.event.hash } : EMPTY_POSITION;
@@ -119,6 +130,18 @@ export class EventStore {
   async at(seq: number): Promise<StoredEvent | null> {
     const message = await this.jsm.streams.getMessage(this.streamName, { seq });
     return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
+  }
+
+  /** Like {@link at}, with a bad event surfaced as a value instead of thrown. */
+  async atChecked(seq: number): Promise<AdmissionResult | null> {
+    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
+    return message ? this.admission.tryAdmit(message) : null;
+  }
+
+  /** The stored bytes at a stream sequence, unparsed, or null. */
+  async rawAt(seq: number): Promise<RawStoredMessage | null> {
+    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
+    return message ? { seq: message.seq, subject: message.subject, text: message.string(), data: message.data } : null;
   }
 
   /** The stream's last sequence (0 when empty). */
@@ -132,16 +155,45 @@ export class EventStore {
    * a sequence known to exist on the subject (its last one, usually), so the read ends.
    */
   async *readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<StoredEvent> {
+    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) {
+      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+    }
+  }
+
+  /** Like {@link readSubject}, with bad events surfaced as values (see {@link readFilteredChecked}). */
+  async *readSubjectChecked(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<AdmissionResult> {
+    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) yield this.admission.tryAdmit(message);
+  }
+
+  private async *readSubjectRaw(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<{ seq: number; subject: string; data: Uint8Array }> {
     if (uptoSeq <= afterSeq) return;
     let cursor = afterSeq + 1;
     for (let read = 0; read < DIRECT_READ_LIMIT; read++) {
       const message = await this.jsm.direct.getMessage(this.streamName, { seq: cursor, next_by_subj: subject });
       if (!message || message.seq > uptoSeq) return;
-      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+      yield { seq: message.seq, subject: message.subject, data: message.data };
       if (message.seq === uptoSeq) return;
       cursor = message.seq + 1;
     }
-    yield* this.readFiltered(subject, cursor, uptoSeq);
+    yield* this.readRaw(subject, cursor, uptoSeq);
+  }
+
+  /**
+   * Like {@link readFiltered}, but every message goes through admission and a bad one
+   * (not JSON, schema, foreign subject, bad text, untrusted) arrives as a value with its
+   * sequence and reason, so one corrupt event cannot end a reader.
+   */
+  async *readFilteredChecked(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<AdmissionResult> {
+    for await (const raw of this.readRaw(filter, fromSeq, uptoSeq)) {
+      yield this.admission.tryAdmit({ seq: raw.seq, subject: raw.subject, data: raw.data });
+    }
+  }
+
+  /** Like {@link follow}, with bad events surfaced as values (see {@link readFilteredChecked}). */
+  async *followChecked(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<AdmissionResult> {
+    for await (const message of this.followMessages(filter, fromSeq, signal)) {
+      yield this.admission.tryAdmit(message);
+    }
   }
 
   /**
@@ -167,6 +219,16 @@ export class EventStore {
    * through reconnects. To start at a time, resolve it with {@link firstSeqAtOrAfter}.
    */
   async *follow(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<StoredEvent> {
+    for await (const message of this.followMessages(filter, fromSeq, signal)) {
+      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+    }
+  }
+
+  private async *followMessages(
+    filter: string,
+    fromSeq: number,
+    signal: AbortSignal,
+  ): AsyncGenerator<{ seq: number; subject: string; data: Uint8Array }> {
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
@@ -178,7 +240,7 @@ export class EventStore {
     try {
       for await (const message of messages) {
         if (signal.aborted) break;
-        yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
+        yield { seq: message.seq, subject: message.subject, data: message.data };
       }
     } finally {
       signal.removeEventListener('abort', stop);
@@ -223,7 +285,7 @@ export class EventStore {
     try {
       for await (const message of messages) {
         if (message.seq > end) break;
-        yield { seq: message.seq, subject: message.subject, text: message.string() };
+        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
         if (message.seq >= end) break;
       }
     } finally {
@@ -238,6 +300,8 @@ export interface RawStoredMessage {
   readonly seq: number;
   readonly subject: string;
   readonly text: string;
+  /** The exact bytes (`text` has invalid UTF-8 replaced by U+FFFD). */
+  readonly data: Uint8Array;
 }
 
 export function parseEvent(data: Uint8Array, seq: number): EventEnvelope {

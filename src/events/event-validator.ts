@@ -2,12 +2,33 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ACTOR_KINDS, AGGREGATE_TYPES, type EventEnvelope, type UnsealedEvent } from './envelope.ts';
 import { EVENT_DEFINITIONS } from './catalogue/index.ts';
+import { describeHostileCharacter, findHostileText, hasHostileText } from '../text/hostile-text.ts';
 
 /** Raised when an event does not match its schema; the store refuses to append it. */
 export class EventSchemaError extends Error {
   constructor(readonly eventType: string, readonly errors: readonly string[]) {
     super(`event ${eventType} does not match its schema: ${errors.join('; ')}`);
     this.name = 'EventSchemaError';
+  }
+}
+
+/** Raised for a type/version pair the catalogue does not know (a newer writer, or a forger). */
+export class UnknownEventTypeError extends EventSchemaError {
+  constructor(eventType: string, version: number) {
+    super(eventType, [`unknown type/version ${eventType}@${version}`]);
+    this.name = 'UnknownEventTypeError';
+  }
+}
+
+/**
+ * Raised when a string anywhere in an event (envelope, data, keys) holds U+0000, another
+ * C0 control or an unpaired surrogate. A subclass so callers catching schema errors still
+ * catch it; admission tells it apart to quarantine with its own code.
+ */
+export class EventTextError extends EventSchemaError {
+  constructor(eventType: string, readonly pointer: string, problem: string) {
+    super(eventType, [`${pointer} ${problem}`]);
+    this.name = 'EventTextError';
   }
 }
 
@@ -58,12 +79,23 @@ export class EventValidator {
     }
   }
 
-  /** @throws EventSchemaError */
+  /**
+   * Whatever wrote the event (a command, the model, a platform, a forger), it is refused
+   * unless every string in it is clean: Postgres would refuse it later, in every projector.
+   *
+   * @throws EventSchemaError, UnknownEventTypeError (a subclass) or EventTextError (a subclass)
+   */
   assertValid(event: UnsealedEvent | EventEnvelope): void {
-    if (!this.envelope(event)) throw new EventSchemaError(String((event as { type?: unknown }).type), describe(this.envelope));
+    // `event` may be any JSON value when it came off the stream (null, a number…): name its type carefully.
+    const claimedType = typeof event === 'object' && event !== null ? String((event as { type?: unknown }).type) : `(${event === null ? 'null' : typeof event})`;
+    if (!this.envelope(event)) throw new EventSchemaError(claimedType, describe(this.envelope));
     const validateData = this.byTypeVersion.get(`${event.type}@${event.version}`);
-    if (!validateData) throw new EventSchemaError(event.type, [`unknown type/version ${event.type}@${event.version}`]);
+    if (!validateData) throw new UnknownEventTypeError(event.type, event.version);
     if (!validateData(event.data)) throw new EventSchemaError(event.type, describe(validateData, '/data'));
+    // After the schema so the walk only ever sees plain JSON shapes; one pass, stops at the first finding.
+    if (!hasHostileText(event)) return;
+    const [finding] = findHostileText(event, 1);
+    if (finding) throw new EventTextError(event.type, finding.pointer, describeHostileCharacter(finding.character));
   }
 }
 

@@ -4,6 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
 import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
+import { rejectHostileQuery } from './hostile-text-guard.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { requestId, requestIdOf } from './middleware/request-id.ts';
@@ -39,6 +40,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
   app.use(routeNotFound());
+  app.use(rejectHostileQuery());
   for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {
     app.use(router.routes());
     app.use(allowedMethods(router));

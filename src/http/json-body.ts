@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors/common-errors.ts';
+import { assertCleanRequestText } from './hostile-text-guard.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
@@ -11,6 +12,9 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  * @throws MalformedJsonError (400) for a missing, empty or unparsable body.
  * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8.
  * @throws PayloadTooLargeError (413) when the body exceeds `limitBytes`.
+ * @throws ValidationError (422) when a string or key holds U+0000, another C0 control
+ *   (tab, newline and carriage return excepted) or an unpaired surrogate, which
+ *   `JSON.parse` happily makes out of an escape such as `"\ud800"`.
  */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
   if (!hasBody(ctx)) throw new MalformedJsonError('body is empty');
@@ -33,11 +37,14 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     throw error; // other raw-body errors are http-errors (400 aborted/size mismatch…) the error handler maps.
   }
   if (text.trim() === '') throw new MalformedJsonError('body is empty');
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch (error) {
     throw new MalformedJsonError(error instanceof Error ? error.message : 'invalid JSON');
   }
+  assertCleanRequestText(parsed);
+  return parsed;
 }
 
 function hasBody(ctx: Context): boolean {

@@ -6,6 +6,8 @@ export interface MetricsSources {
   projectors(): readonly ProjectorStatus[];
   /** The stream's last sequence, for projector lag. */
   streamHead(): Promise<number>;
+  /** Events parked in the quarantine, per projection (projections/runtime/quarantine.ts). */
+  quarantined?(): Promise<ReadonlyMap<string, number>>;
 }
 
 /**
@@ -57,6 +59,19 @@ export class ServiceMetrics {
       registers,
       collect() {
         for (const status of sources.projectors()) this.set({ projection: status.name }, status.stalled ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'projector_quarantined_events',
+      help: 'Events a projection parked in the quarantine instead of applying (adsagent projections quarantine list).',
+      labelNames: ['projection'],
+      registers,
+      async collect() {
+        if (!sources.quarantined) return;
+        const counts = await sources.quarantined();
+        this.reset();
+        for (const status of sources.projectors()) this.set({ projection: status.name }, counts.get(status.name) ?? 0);
+        for (const [projection, count] of counts) this.set({ projection }, count);
       },
     });
     new Gauge({

@@ -1,12 +1,17 @@
 import { pingDatabase } from '../db/database.ts';
 import type { ReadinessCheck } from '../http/health-routes.ts';
 import type { Projector } from '../../projections/runtime/projector.ts';
+import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import type { Infrastructure } from './infrastructure.ts';
 
 /** A projector further behind the stream than this is reported not ready. */
 export const READY_LAG_EVENTS = 1000;
 
-/** /readyz: NATS connected, Postgres answering, every projector caught up and not stalled. */
+/**
+ * /readyz: NATS connected, Postgres answering, every projector caught up and not stalled.
+ * Parked events (the quarantine) are named in the projections detail but do not make the
+ * instance unready: the projectors went past them, and every other tenant is served.
+ */
 export function readinessChecks(options: { infrastructure: Infrastructure; projectors: readonly Projector[] }): ReadinessCheck[] {
   const { infrastructure, projectors } = options;
   const checks: ReadinessCheck[] = [
@@ -35,9 +40,19 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
           .map((p) => p.currentStatus())
           .filter((s) => s.stalled || head - s.lastSeq > READY_LAG_EVENTS)
           .map((s) => (s.stalled ? `${s.name} stalled: ${s.lastError}` : `${s.name} at ${s.lastSeq} of ${head}`));
-        return behind.length === 0 ? { ok: true, detail: `caught up at ${head}` } : { ok: false, detail: behind.join('; ') };
+        const parked = describeQuarantine(await countQuarantined(infrastructure.database.db));
+        return behind.length === 0
+          ? { ok: true, detail: `caught up at ${head}${parked}` }
+          : { ok: false, detail: `${behind.join('; ')}${parked}` };
       },
     });
   }
   return checks;
+}
+
+function describeQuarantine(counts: ReadonlyMap<string, number>): string {
+  if (counts.size === 0) return '';
+  const total = [...counts.values()].reduce((sum, count) => sum + count, 0);
+  const perProjection = [...counts].map(([name, count]) => `${name}: ${count}`).join(', ');
+  return `; ${total} event(s) parked in quarantine (${perProjection}), see adsagent projections quarantine list`;
 }

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
+import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { createHttpApp } from '../http/app.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
 import { KeyDirectory } from '../auth/key-directory.ts';
@@ -56,7 +57,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const proposals = new ProposalService(writeModel, config.publicBaseUrl);
 
   const projectors: Projector[] = [];
-  const metrics = new ServiceMetrics({ projectors: () => projectors.map((p) => p.currentStatus()), streamHead: () => store.lastSequence() });
+  const metrics = new ServiceMetrics({
+    projectors: () => projectors.map((p) => p.currentStatus()),
+    streamHead: () => store.lastSequence(),
+    quarantined: () => countQuarantined(database.db),
+  });
   if (config.roles.includes('projectors')) {
     for (const projection of PROJECTIONS) {
       const projector = new Projector({

@@ -1,7 +1,8 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { KeyScope } from '../../events/catalogue/index.ts';
 import type { ToolDeclaration } from '../model/model-port.ts';
-import type { AgentTool } from './agent-tool.ts';
+import { sanitizeDeep, sanitizeText } from '../../text/hostile-text.ts';
+import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { PROPOSE_TOOLS } from './propose-tools.ts';
 import { READ_TOOLS } from './read-tools.ts';
 
@@ -14,7 +15,7 @@ export class ToolRegistry {
   private readonly validators = new Map<string, ValidateFunction>();
 
   private constructor(tools: readonly AgentTool<any>[]) {
-    this.tools = new Map(tools.map((t) => [t.name, t]));
+    this.tools = new Map(tools.map((t) => [t.name, sanitizing(t)]));
     const ajv = new Ajv({ allErrors: true, strict: false });
     for (const tool of tools) this.validators.set(tool.name, ajv.compile(tool.parameters));
   }
@@ -38,6 +39,24 @@ export class ToolRegistry {
     if (validate(input)) return null;
     return (validate.errors ?? []).map((e) => `${e.instancePath || 'input'} ${e.message ?? 'is invalid'}`).join('; ');
   }
+}
+
+/**
+ * Platform text (search terms, campaign names) is as hostile as the model's: a tool's
+ * output, and the summary and reason it proposes with, get U+FFFD for characters no event
+ * may carry (src/text/hostile-text.ts), so recording them never fails the run.
+ */
+function sanitizing<I>(tool: AgentTool<I>): AgentTool<I> {
+  return {
+    ...tool,
+    run: async (input: I, context: ToolContext) => {
+      const guarded: ToolContext = {
+        ...context,
+        propose: (draft, summary, reason) => context.propose(sanitizeDeep(draft), sanitizeText(summary), sanitizeText(reason)),
+      };
+      return sanitizeDeep(await tool.run(input, guarded));
+    },
+  };
 }
 
 /** Every tool name a model might know of, for telling "not offered to this run" from "does not exist". */

@@ -914,7 +914,8 @@ export const openApiDocument = {
         content: problem(),
       },
       InvalidQuery: {
-        description: 'A query parameter is invalid (`validation-error`, with `errors[]`: pointer `/<parameter name>` per violation).',
+        description:
+          'A query parameter is invalid, or its name or value holds U+0000, a C0 control other than tab/newline/carriage return, or an unpaired surrogate (`validation-error`, with `errors[]`: pointer `/<parameter name>` per violation).',
         headers: requestIdHeader,
         content: problem(),
       },
@@ -1468,6 +1469,16 @@ export const openApiDocument = {
     },
   },
 } as const satisfies OpenApiDocument;
+
+// Every /api/ route refuses a query parameter holding U+0000, a C0 control or an unpaired
+// surrogate (src/http/hostile-text-guard.ts), so every /api/ operation can answer 422; the
+// ones without a 422 of their own get the query one here rather than in thirty places.
+for (const [path, item] of Object.entries(openApiDocument.paths)) {
+  if (!path.startsWith('/api/')) continue;
+  for (const operation of Object.values(item) as { responses?: Record<string, unknown> }[]) {
+    if (operation.responses && !('422' in operation.responses)) operation.responses['422'] = responseRef('InvalidQuery');
+  }
+}
 
 export interface OpenApiDeployment {
   readonly publicBaseUrl: string;

@@ -1,0 +1,80 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { InadmissibleCode, type AdmissionResult } from '../../src/events/event-admission.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import { ApplyFailureKind, classifyApplyFailure, sqlStateOf } from './apply-failure.ts';
+import type { Projection } from './projection.ts';
+import { parkEvent, type ParkedEvent } from './quarantine.ts';
+
+/** A message of a batch after admission, with its bytes kept for the quarantine. */
+export interface BatchEntry {
+  readonly result: AdmissionResult;
+  readonly payload: Uint8Array;
+}
+
+export interface IsolatingOptions {
+  /** Schema of the quarantine table when the transaction's search path is elsewhere (rebuild). */
+  readonly quarantineSchema?: string;
+  /** False to skip bad events without recording them (audit verify's read-only fold). */
+  readonly park?: boolean;
+}
+
+/**
+ * Applies a batch in the caller's transaction so that one bad event cannot hold back the
+ * rest: inadmissible messages are parked, the admitted events are applied together inside
+ * a savepoint, and if Postgres refuses that for a data reason (see apply-failure.ts) the
+ * savepoint is rolled back and the events are applied one at a time, each in its own
+ * savepoint, parking exactly the ones Postgres refuses alone. Stream order is kept.
+ * Transient failures are rethrown: the caller rolls back and retries the whole batch.
+ *
+ * @returns the events it parked, in order.
+ */
+export async function applyIsolating(
+  trx: Transaction<Database>,
+  projection: Projection,
+  entries: readonly BatchEntry[],
+  options: IsolatingOptions = {},
+): Promise<ParkedEvent[]> {
+  const parked: ParkedEvent[] = [];
+  const park = async (entry: ParkedEvent) => {
+    parked.push(entry);
+    if (options.park !== false) await parkEvent(trx, entry, options.quarantineSchema);
+  };
+  const admitted: { stored: StoredEvent; payload: Uint8Array }[] = [];
+  for (const { result, payload } of entries) {
+    if (result.ok) admitted.push({ stored: result.stored, payload });
+    else await park({ projection: projection.name, seq: result.corrupt.seq, subject: result.corrupt.subject, code: result.corrupt.code, error: result.corrupt.error, payload });
+  }
+  if (admitted.length === 0) return parked;
+
+  const whole = await attempt(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));
+  if (whole === null) return parked;
+  if (classifyApplyFailure(whole) === ApplyFailureKind.Transient) throw whole;
+  for (const { stored, payload } of admitted) {
+    const failure = await attempt(trx, 'apply_one', () => projection.apply(trx, [stored]));
+    if (failure === null) continue;
+    if (classifyApplyFailure(failure) === ApplyFailureKind.Transient) throw failure;
+    await park({
+      projection: projection.name,
+      seq: stored.seq,
+      subject: stored.subject,
+      code: InadmissibleCode.Refused,
+      error: `Postgres refused it (SQLSTATE ${sqlStateOf(failure)}): ${failure instanceof Error ? failure.message : String(failure)}`,
+      payload,
+    });
+  }
+  return parked;
+}
+
+/** Runs `work` inside a savepoint; on failure rolls back to it and returns the error. */
+async function attempt(trx: Transaction<Database>, name: string, work: () => Promise<void>): Promise<unknown | null> {
+  await sql`savepoint ${sql.id(name)}`.execute(trx);
+  try {
+    await work();
+  } catch (error) {
+    await sql`rollback to savepoint ${sql.id(name)}`.execute(trx);
+    return error;
+  }
+  await sql`release savepoint ${sql.id(name)}`.execute(trx);
+  return null;
+}

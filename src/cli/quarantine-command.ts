@@ -1,0 +1,48 @@
+import { PROJECTIONS } from '../../projections/index.ts';
+import { listQuarantine } from '../../projections/runtime/quarantine.ts';
+import { retryQuarantined, RetryOutcome } from '../../projections/runtime/quarantine-retry.ts';
+import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { sanitizeText } from '../text/hostile-text.ts';
+import type { Options } from './adsagent.ts';
+import { printResult, UsageError } from './output.ts';
+
+/**
+ * `adsagent projections quarantine list|retry SEQ [--force]`: the events projections parked.
+ * `list` exits 0 whether or not anything is parked; `retry` exits 1 unless every
+ * projection that parked the event applied it.
+ */
+export async function runQuarantineCommand(infra: Infrastructure, args: readonly string[], options: Options, json: boolean): Promise<number> {
+  const [verb, seqText] = args;
+  const db = infra.database.db;
+  if (verb === 'list') {
+    const entries = await listQuarantine(db);
+    const rows = entries.map((entry) => ({
+      projection: entry.projection,
+      seq: entry.seq,
+      subject: entry.subject,
+      code: entry.code,
+      error: entry.error,
+      first_seen_at: entry.firstSeenAt.toISOString(),
+      last_seen_at: entry.lastSeenAt.toISOString(),
+      payload_base64: Buffer.from(entry.payload).toString('base64'),
+    }));
+    const human =
+      rows.length === 0
+        ? 'no parked events'
+        : rows.map((r) => `${r.seq}\t${r.projection}\t${r.code}\t${sanitizeText(r.subject)}\t${r.first_seen_at}\t${sanitizeText(r.error)}`).join('\n');
+    printResult(json, { events: rows }, human);
+    return 0;
+  }
+  if (verb === 'retry') {
+    const seq = Number(seqText);
+    if (!seqText || !Number.isInteger(seq) || seq < 1) throw new UsageError('projections quarantine retry needs a stream sequence (SEQ)');
+    const results = await retryQuarantined({ db, store: infra.store, projections: PROJECTIONS, seq, force: options.force === true });
+    if (results.length === 0) {
+      printResult(json, { seq, results }, `no projection has parked sequence ${seq}`);
+      return 1;
+    }
+    printResult(json, { seq, results }, results.map((r) => `${r.projection}: ${r.outcome} (${sanitizeText(r.detail)})`).join('\n'));
+    return results.every((r) => r.outcome === RetryOutcome.Applied) ? 0 : 1;
+  }
+  throw new UsageError('projections quarantine needs list or retry SEQ');
+}
