@@ -568,7 +568,12 @@ export const openApiDocument = {
         description:
           'Every event of the account, read from the event log itself in stream order: the event envelope (docs/events.md) plus its ' +
           'stream sequence `seq`; `ToolCalled` events carry the tool’s full output. `next_cursor` is the `seq` to pass as `cursor` for ' +
-          'the next page (null on the last); `run_id` keeps the events correlated with one run.',
+          'the next page (null on the last); `run_id` keeps the events correlated with one run and reads only that run’s own subjects ' +
+          '(its account subject while it was live, its run subject, its actions’ and the account’s quota subjects). Each request reads at ' +
+          'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
+          'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
+          'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
+          'subject) is listed in its place as `{seq, subject, corrupt: true, error}`, never a 500.',
         parameters: [
           parameterRef('ProjectId'),
           parameterRef('HistoryCursor'),
@@ -1394,6 +1399,22 @@ export const openApiDocument = {
         properties: { reason: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
       },
       HistoryEntry: {
+        oneOf: [ref('HistoryEvent'), ref('HistoryCorruptEntry')],
+        description: 'An event of the history, or a marker in place of a stored message that is not a trustworthy event.',
+      },
+      HistoryCorruptEntry: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['seq', 'subject', 'corrupt', 'error'],
+        description: 'A stored message that does not parse, fails its schema or does not match its subject; its content is not shown.',
+        properties: {
+          seq: { type: 'integer', minimum: 1, description: 'Stream sequence of the message.' },
+          subject: { type: 'string', description: 'The subject it was stored on.' },
+          corrupt: { const: true },
+          error: { type: 'string', description: 'Why it is not believed.' },
+        },
+      },
+      HistoryEvent: {
         type: 'object',
         additionalProperties: false,
         required: ['seq', 'id', 'type', 'version', 'time', 'workspace_id', 'account_id', 'aggregate', 'actor', 'correlation_id', 'data', 'prev_hash', 'hash'],
