@@ -98,7 +98,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       routers: [
         runsRouter(api),
-        runEventsRouter(api, httpShutdown.signal),
+        runEventsRouter(api, httpShutdown.signal, js),
         accountsRouter(api),
         campaignsRouter(api),
         campaignTargetRouter(api),

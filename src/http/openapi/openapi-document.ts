@@ -388,7 +388,10 @@ export const openApiDocument = {
           '(schemas `RunStream…Data`; `data.seq` repeats the `id`); comments (`: keep-alive`) are sent every 15 s. A reconnect with ' +
           '`Last-Event-ID` (or `?last_event_id=`, for clients that cannot set headers) resumes exactly after that event; a reconnect ' +
           'after the terminal event answers 204, which tells EventSource to stop. A run of another workspace is indistinguishable ' +
-          'from a missing one (404).',
+          'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
+          '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
+          '`retry: 500`, and the client resumes with `Last-Event-ID`; a stream whose key is revoked ends within `SSE_KEY_RECHECK_MS` ' +
+          '(a reconnect then answers 401). A stored message that is not a trustworthy event is skipped with a comment and an `id:` line.',
         parameters: [
           parameterRef('RunId'),
           parameterRef('LastEventId'),
@@ -418,6 +421,7 @@ export const openApiDocument = {
             description: 'The run is terminal and `Last-Event-ID` is at or after its last event: nothing more will come.',
             headers: requestIdHeader,
           },
+          '429': responseRef('TooManyStreams'),
           '401': responseRef('Unauthorized'),
           '404': responseRef('RunNotFound'),
           '500': responseRef('InternalError'),
@@ -967,6 +971,11 @@ export const openApiDocument = {
       UnsupportedMediaType: {
         description: 'The body is not `application/json` in UTF-8 (`unsupported-media-type`).',
         headers: requestIdHeader,
+        content: problem(),
+      },
+      TooManyStreams: {
+        description: 'The key already holds `SSE_MAX_STREAMS_PER_KEY` open event streams on this server (`too-many-streams`, with `limit`).',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
         content: problem(),
       },
       ServiceUnavailable: {
