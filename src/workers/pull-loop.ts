@@ -168,7 +168,8 @@ export class PullLoop {
 
   private park(message: JsMsg, reason: ParkReason, error: string): void {
     this.failures.delete(message.seq);
-    message.term(`${reason}: ${error}`.slice(0, 200));
+    // No reason text: nats-server 2.9 ignores a `+TERM` that carries one (the message stayed pending).
+    message.term();
     const parked: ParkedMessage = { seq: message.seq, subject: message.subject, reason, error };
     this.options.logger.error({ worker: this.options.name, ...parked }, 'worker parked a poison message; it stays in the stream at its sequence');
     this.options.onParked?.(parked);
