@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
@@ -61,16 +62,21 @@ function accountSource(api: ApiContext, principal: Principal, accountId: string,
  * A run's own subjects instead of the whole account: the account subject while the run
  * was live (its lifecycle events), its run subject (tool calls), its actions' subjects and
  * the account's quota subjects from when it was queued. Null when the run is not this
- * account's (answered like a run without events).
+ * account's (answered like a run without events). An id that is not a run but an action
+ * proposed outside a run reads that action's subject (its events correlate with its id).
  */
 async function runSource(api: ApiContext, principal: Principal, accountId: string, runId: string, after: number): Promise<AsyncGenerator<RawStoredMessage> | null> {
   let run = await findRun(api.db, principal.workspaceId, runId);
-  if (!run) {
-    await api.barrier.catchUp(RUNS_PROJECTION);
+  let action = run ? undefined : await findRunlessAction(api, principal, accountId, runId);
+  if (!run && !action) {
+    await Promise.all([api.barrier.catchUp(RUNS_PROJECTION), api.barrier.catchUp(APPROVALS_PROJECTION)]);
     run = await findRun(api.db, principal.workspaceId, runId);
+    action = run ? undefined : await findRunlessAction(api, principal, accountId, runId);
   }
-  if (!run || run.account_id !== accountId) return null;
   const { writeModel } = api;
+  // An action proposed outside a run (the target endpoint) correlates its events with its own id.
+  if (action) return writeModel.store.readRaw(writeModel.actionSubject(principal.workspaceId, accountId, action.id), Math.max(after + 1, Number(action.proposed_seq)));
+  if (!run || run.account_id !== accountId) return null;
   const from = Math.max(after + 1, Number(run.queued_seq));
   const terminal = isTerminal(run.status);
   const sources = [
@@ -86,6 +92,17 @@ async function runSource(api: ApiContext, principal: Principal, accountId: strin
     sources.push(writeModel.store.readRaw(writeModel.subjects.filter(principal.workspaceId, accountId, 'action'), from));
   }
   return mergeBySequence(sources);
+}
+
+function findRunlessAction(api: ApiContext, principal: Principal, accountId: string, actionId: string) {
+  return api.db
+    .selectFrom('approvals')
+    .select(['id', 'proposed_seq'])
+    .where('id', '=', actionId)
+    .where('workspace_id', '=', principal.workspaceId)
+    .where('account_id', '=', accountId)
+    .where('run_id', 'is', null)
+    .executeTakeFirst();
 }
 
 async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage>, pageSize: number, runId: string | undefined) {
