@@ -49,6 +49,9 @@ export interface PullLoopOptions {
 const FETCH_FAILURES_BEFORE_RESTART = 3;
 const FETCH_RETRY_MS = 500;
 const RESTART_BACKOFF_MS = [250, 500, 1000, 2000, 5000] as const;
+const BACKOFF_RESET_AFTER_MS = 60_000;
+/** Failure counts kept per process; the oldest are dropped past this (their messages went elsewhere). */
+const MAX_TRACKED_FAILURES = 10_000;
 /** Delay before a failed message comes back, times its failures so far. */
 const FAILURE_RETRY_MS = 1000;
 
@@ -104,11 +107,14 @@ export class PullLoop {
   private async supervise(slot: number): Promise<void> {
     let restarts = 0;
     while (this.running) {
+      const started = Date.now();
       try {
         await this.run();
         return;
       } catch (error) {
         if (!this.running) return;
+        // A loop that ran a good while before failing starts its backoff over.
+        if (Date.now() - started > BACKOFF_RESET_AFTER_MS) restarts = 0;
         const backoff = RESTART_BACKOFF_MS[Math.min(restarts, RESTART_BACKOFF_MS.length - 1)]!;
         restarts++;
         this.options.logger.error({ worker: this.options.name, slot, err: describe(error), restart_in_ms: backoff }, 'worker loop failed; restarting it');
@@ -153,7 +159,9 @@ export class PullLoop {
         this.park(message, 'failed_repeatedly', describe(error));
         return;
       }
+      this.failures.delete(message.seq);
       this.failures.set(message.seq, failures);
+      if (this.failures.size > MAX_TRACKED_FAILURES) this.failures.delete(this.failures.keys().next().value!);
       this.options.logger.error(
         { worker: this.options.name, seq: message.seq, subject: message.subject, failures, err: describe(error) },
         'worker failed to handle a message; it comes back later',
