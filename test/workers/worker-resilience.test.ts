@@ -178,7 +178,20 @@ describe('worker loops that cannot be wedged', function () {
     const { seq: _seq, hash: _hash, prev_hash: _prev, ...envelope } = template;
     // 1: unreadable, on an account subject (agent worker) and on an action subject (apply worker).
     const unreadable = (await js.publish(ghostSubject, '{"not json')).seq;
-    await js.publish(writeModel.actionSubject(tenant.workspaceId, ghost, randomUUID()), '\u0000');
+    const ghostAction = randomUUID();
+    const ghostActionSubject = writeModel.actionSubject(tenant.workspaceId, ghost, ghostAction);
+    await js.publish(ghostActionSubject, '\u0000');
+    // 2': a well-formed ActionApproved on that action; loading the action fails the same way.
+    const approved = {
+      ...envelope,
+      id: randomUUID(),
+      type: 'ActionApproved',
+      account_id: ghost,
+      aggregate: { type: 'action', id: ghostAction },
+      correlation_id: ghostAction,
+      data: { note: 'approved' },
+    };
+    await js.publish(ghostActionSubject, JSON.stringify(approved));
     // 2: a well-formed RunQueued on that account; loading the account fails on message 1 every time.
     const failing = (
       await js.publish(ghostSubject, JSON.stringify({ ...envelope, id: randomUUID(), account_id: ghost, aggregate: { type: 'account', id: ghost }, data: { ...template.data, run_id: randomUUID() } }))
@@ -189,6 +202,7 @@ describe('worker loops that cannot be wedged', function () {
       expect(await metric(svc, 'worker_parked_messages_total', 'worker="agent-worker",reason="inadmissible"')).to.equal(1);
       expect(await metric(svc, 'worker_parked_messages_total', 'worker="apply-worker",reason="inadmissible"')).to.equal(1);
       expect(await metric(svc, 'worker_parked_messages_total', 'worker="agent-worker",reason="failed_repeatedly"')).to.equal(1);
+      expect(await metric(svc, 'worker_parked_messages_total', 'worker="apply-worker",reason="failed_repeatedly"')).to.equal(1);
     }, 20_000, 200);
     await eventually(async () => {
       // Nothing left waiting or unacknowledged: the consumer moved past both.
