@@ -27,12 +27,29 @@ export interface AgentRunDependencies {
   recordToolCall(call: ToolCalledData): Promise<void>;
   propose(draft: ActionDraft, summary: string, reason: string): Promise<ActionRepresentation>;
   readonly now: () => Date;
+  /**
+   * Asked before each tool call: null while the run may go on, or why it must stop (its key
+   * was revoked, the run is no longer this worker's). Nothing is called after a stop.
+   */
+  mayContinue?(): Promise<RunStop | null>;
+}
+
+/** Why a run stops before its next tool call. */
+export interface RunStop {
+  readonly code: 'key_revoked' | 'internal';
+  readonly message: string;
 }
 
 /** How the agent ended; the worker adds the run's duration to make it a RunOutcome. */
 export type AgentOutcome = RunOutcome extends infer O ? (O extends RunOutcome ? Omit<O, 'durationMs'> : never) : never;
 
 class RunTimedOut extends Error {}
+
+class RunStopped extends Error {
+  constructor(readonly stop: RunStop) {
+    super(stop.message);
+  }
+}
 
 /**
  * One run of the agent: model turn, tool calls, model turn, ... until the model answers
@@ -89,6 +106,8 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
           results.push({ name: call.name, response: { error: `tool call limit of ${RUN_LIMITS.maxToolCalls} reached; answer now` } });
           continue;
         }
+        const stop = await deps.mayContinue?.();
+        if (stop) throw new RunStopped(stop);
         toolCalls++;
         const started = performance.now();
         const { ok, output } = await executeTool(request, deps, call.name, call.args, wallClock);
@@ -108,6 +127,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
   } catch (error) {
     const partial = finish(lastText);
     if (error instanceof RunTimedOut) return { kind: 'failed', code: 'timed_out', message: error.message, ...partial };
+    if (error instanceof RunStopped) return { kind: 'failed', code: error.stop.code, message: error.stop.message, ...partial };
     if (error instanceof ModelError) {
       return { kind: 'failed', code: 'agent_error', message: `model error${error.status ? ` ${error.status}` : ''}: ${error.message}`, ...partial };
     }

@@ -47,6 +47,14 @@ export interface Config {
   readonly runModelBudgetMs: number;
   readonly agentWorkerConcurrency: number;
   readonly agentAckWaitMs: number;
+  // Bounds of streams, history pages and worker loops (issue #10 items 5-7).
+  readonly sseMaxStreamsPerKey: number;
+  readonly sseMaxLifetimeMs: number;
+  readonly sseKeyRecheckMs: number;
+  readonly historyScanBudget: number;
+  readonly historyMaxPageBytes: number;
+  readonly workerMaxDeliveries: number;
+  readonly agentMaxRunsPerWorkspace: number;
 }
 
 export interface ConfigVariable {
@@ -82,6 +90,13 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
   { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
   { name: 'AGENT_ACK_WAIT_MS', default: '30000', description: 'A run whose worker stops heartbeating for this long is taken as dead and failed with internal.' },
+  { name: 'SSE_MAX_STREAMS_PER_KEY', default: '5', description: 'Open run event streams one API key may hold in one HTTP process; one more answers 429.' },
+  { name: 'SSE_MAX_LIFETIME_MS', default: '900000', description: 'A run event stream is ended after this long (15 minutes); the client reconnects with Last-Event-ID.' },
+  { name: 'SSE_KEY_RECHECK_MS', default: '5000', description: 'How often an open run event stream re-checks its API key; a revoked key ends the stream.' },
+  { name: 'HISTORY_SCAN_BUDGET', default: '5000', description: 'Events one history request reads at most; past it the page ends with a next_cursor.' },
+  { name: 'HISTORY_MAX_PAGE_BYTES', default: '1048576', description: 'Largest JSON a history page carries (bytes); past it the page ends with a next_cursor.' },
+  { name: 'WORKER_MAX_DELIVERIES', default: '5', description: 'Deliveries of one message after which the agent and apply workers park it as poison and go on.' },
+  { name: 'AGENT_MAX_RUNS_PER_WORKSPACE', default: '2', description: 'Runs of one workspace one agent-worker process works on at once; more are deferred so other workspaces get their turn.' },
 ];
 
 export class ConfigError extends Error {
@@ -170,6 +185,13 @@ export function loadConfig(env: Env = process.env): Config {
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
     agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
+    sseMaxStreamsPerKey: integer('SSE_MAX_STREAMS_PER_KEY', 1, 1000),
+    sseMaxLifetimeMs: integer('SSE_MAX_LIFETIME_MS', 1000, 86_400_000),
+    sseKeyRecheckMs: integer('SSE_KEY_RECHECK_MS', 100, 600_000),
+    historyScanBudget: integer('HISTORY_SCAN_BUDGET', 10, 1_000_000),
+    historyMaxPageBytes: integer('HISTORY_MAX_PAGE_BYTES', 65_536, 64 * 1024 * 1024),
+    workerMaxDeliveries: integer('WORKER_MAX_DELIVERIES', 2, 1000),
+    agentMaxRunsPerWorkspace: integer('AGENT_MAX_RUNS_PER_WORKSPACE', 1, 64),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -20,6 +20,8 @@ export class ServiceMetrics {
   readonly httpRequests: Histogram<'method' | 'route' | 'status'>;
   readonly runsFinished: Counter<'outcome' | 'code'>;
   readonly applyResults: Counter<'result'>;
+  readonly workerParkedMessages: Counter<'worker' | 'reason'>;
+  readonly workerLoopRestarts: Counter<'worker'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -41,6 +43,18 @@ export class ServiceMetrics {
       name: 'apply_results_total',
       help: 'Apply attempts this process ended: applied, failed (will retry) or returned to the queue.',
       labelNames: ['result'],
+      registers,
+    });
+    this.workerParkedMessages = new Counter({
+      name: 'worker_parked_messages_total',
+      help: 'Poison messages this process parked (terminated; they stay in the stream), by worker and reason.',
+      labelNames: ['worker', 'reason'],
+      registers,
+    });
+    this.workerLoopRestarts = new Counter({
+      name: 'worker_loop_restarts_total',
+      help: 'Worker pull loops this process restarted after they failed.',
+      labelNames: ['worker'],
       registers,
     });
     new Gauge({

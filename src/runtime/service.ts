@@ -105,7 +105,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       routers: [
         runsRouter(api),
-        runEventsRouter(api, httpShutdown.signal),
+        runEventsRouter(api, httpShutdown.signal, js),
         accountsRouter(api),
         campaignsRouter(api),
         campaignTargetRouter(api),
@@ -139,6 +139,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       shutdownGraceMs: config.shutdownGraceMs,
       ackWaitMs: config.agentAckWaitMs,
       onRunFinished: (outcome, code) => metrics.runsFinished.inc({ outcome, code }),
+      maxDeliveries: config.workerMaxDeliveries,
+      maxRunsPerWorkspace: config.agentMaxRunsPerWorkspace,
+      onParked: (parked) => metrics.workerParkedMessages.inc({ worker: 'agent-worker', reason: parked.reason }),
+      onLoopRestart: () => metrics.workerLoopRestarts.inc({ worker: 'agent-worker' }),
     });
     await agentWorker.start();
     const worker = agentWorker;
@@ -147,7 +151,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let applyWorker: ApplyWorker | undefined;
   if (config.roles.includes('apply-worker')) {
-    applyWorker = new ApplyWorker({ infrastructure, platform, logger, onApplyResult: (result) => metrics.applyResults.inc({ result }) });
+    applyWorker = new ApplyWorker({
+      infrastructure,
+      platform,
+      logger,
+      onApplyResult: (result) => metrics.applyResults.inc({ result }),
+      maxDeliveries: config.workerMaxDeliveries,
+      onParked: (parked) => metrics.workerParkedMessages.inc({ worker: 'apply-worker', reason: parked.reason }),
+      onLoopRestart: () => metrics.workerLoopRestarts.inc({ worker: 'apply-worker' }),
+    });
     await applyWorker.start();
     const worker = applyWorker;
     stopWorkers.push(() => worker.stop());

@@ -1,12 +1,13 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
+import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
 import { RunNotClaimableError, type RunOutcome } from '../../commands/account/run-lifecycle.ts';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
-import { parseEvent } from '../event-store/event-store.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { ACK, LEAVE, later, PullLoop, type ParkedMessage, type Settlement } from './pull-loop.ts';
 import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
 
 export const AGENT_WORKER_CONSUMER = 'agent_workers';
@@ -23,7 +24,17 @@ export interface AgentWorkerOptions {
   readonly ackWaitMs: number;
   /** Told of every run this worker ends (metrics). */
   readonly onRunFinished?: (outcome: RunOutcome['kind'], code: string) => void;
+  /** Failed handlings of one message after which it is parked (WORKER_MAX_DELIVERIES). */
+  readonly maxDeliveries?: number;
+  /** Runs of one workspace this process works on at once (AGENT_MAX_RUNS_PER_WORKSPACE); unlimited when unset. */
+  readonly maxRunsPerWorkspace?: number;
+  /** Told of each parked message and each loop restart (metrics). */
+  readonly onParked?: (parked: ParkedMessage) => void;
+  readonly onLoopRestart?: () => void;
 }
+
+/** How long a run deferred for fairness waits before it is offered again. */
+export const FAIRNESS_DEFER_MS = 1000;
 
 /**
  * The agent-worker role. A durable pull consumer on the account subjects hands out
@@ -37,27 +48,36 @@ export interface AgentWorkerOptions {
 export class AgentWorker {
   readonly workerId: string;
   private readonly actor: Actor;
-  private running = false;
-  private loops: Promise<void>[] = [];
+  private readonly pullLoop: PullLoop;
   private readonly inFlight = new Map<string, AbortController>();
+  /** Runs in flight per workspace, for fairness. */
+  private readonly perWorkspace = new Map<string, number>();
 
   constructor(private readonly options: AgentWorkerOptions) {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
+    this.pullLoop = new PullLoop({
+      name: 'agent-worker',
+      concurrency: options.concurrency,
+      maxDeliveries: options.maxDeliveries ?? 5,
+      logger: options.logger,
+      consumer: () => this.ensureConsumer(),
+      handle: (message, event) => this.handle(message, event),
+      onParked: options.onParked,
+      onRestart: options.onLoopRestart,
+    });
   }
 
   async start(): Promise<void> {
-    const consumer = await this.ensureConsumer();
-    this.running = true;
-    this.loops = Array.from({ length: this.options.concurrency }, () => this.loop(consumer));
+    await this.pullLoop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
+    const stopped = this.pullLoop.stop();
     const grace = new Promise<void>((resolve) => setTimeout(resolve, this.options.shutdownGraceMs).unref());
-    await Promise.race([Promise.all(this.loops), grace]);
+    await Promise.race([stopped, grace]);
     for (const controller of this.inFlight.values()) controller.abort();
-    await Promise.all(this.loops);
+    await stopped;
   }
 
   private async ensureConsumer(): Promise<Consumer> {
@@ -82,48 +102,20 @@ export class AgentWorker {
     return js.consumers.get(config.eventStream, AGENT_WORKER_CONSUMER);
   }
 
-  private async loop(consumer: Consumer): Promise<void> {
-    while (this.running) {
-      let message: JsMsg | null = null;
-      try {
-        message = await consumer.next({ expires: 1000 });
-      } catch (error) {
-        this.options.logger.warn({ err: String(error) }, 'agent worker could not fetch; retrying');
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        continue;
-      }
-      if (!message) continue;
-      try {
-        await this.handle(message);
-      } catch (error) {
-        // Leave the message unacked: it comes back after the ack wait and is handled again.
-        this.options.logger.error({ err: error instanceof Error ? error.message : String(error), seq: message.seq }, 'agent worker failed to handle a message');
-        message.nak(1000);
-      }
-    }
-  }
-
-  private async handle(message: JsMsg): Promise<void> {
-    const event = parseEvent(message.data, message.seq) as DomainEvent;
-    if (event.type !== 'RunQueued') {
-      message.ack();
-      return;
-    }
+  private async handle(message: JsMsg, event: DomainEvent): Promise<Settlement> {
+    if (event.type !== 'RunQueued') return ACK;
     const { writeModel } = this.options.infrastructure;
     const workspaceId = event.workspace_id;
     const accountId = event.account_id!;
     const runId = event.data.run_id;
     const account = await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId));
     const active = account.state.activeRun;
-    if (!active || active.runId !== runId) {
-      message.ack();
-      return;
-    }
+    if (!active || active.runId !== runId) return ACK;
     const meta = { actor: this.actor, correlationId: runId };
     if (active.status === 'running') {
       if (this.inFlight.has(runId)) {
         message.working();
-        return;
+        return LEAVE;
       }
       await writeModel.finishRun({
         workspaceId,
@@ -143,16 +135,33 @@ export class AgentWorker {
       });
       this.options.logger.warn({ run_id: runId, dead_worker: active.workerId }, 'failed a run whose worker stopped');
       this.options.onRunFinished?.('failed', 'internal');
-      message.ack();
-      return;
+      return ACK;
     }
+    // Fairness: a workspace already at its share of this process waits, others go first.
+    // The share is taken before the first await, so two slots cannot both take the last one.
+    const limit = this.options.maxRunsPerWorkspace;
+    const held = this.perWorkspace.get(workspaceId) ?? 0;
+    if (limit !== undefined && held >= limit) return later(FAIRNESS_DEFER_MS);
+    this.perWorkspace.set(workspaceId, held + 1);
+    try {
+      return await this.claimAndRun(message, { workspaceId, accountId, runId, account: account.state, active, meta });
+    } finally {
+      const left = (this.perWorkspace.get(workspaceId) ?? 1) - 1;
+      if (left <= 0) this.perWorkspace.delete(workspaceId);
+      else this.perWorkspace.set(workspaceId, left);
+    }
+  }
+
+  private async claimAndRun(
+    message: JsMsg,
+    run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
+  ): Promise<Settlement> {
+    const { writeModel } = this.options.infrastructure;
+    const { workspaceId, accountId, runId, meta } = run;
     try {
       await writeModel.claimRun({ workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta });
     } catch (error) {
-      if (error instanceof RunNotClaimableError) {
-        message.ack();
-        return;
-      }
+      if (error instanceof RunNotClaimableError) return ACK;
       throw error;
     }
     const controller = new AbortController();
@@ -161,13 +170,13 @@ export class AgentWorker {
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, writeModel }, { workspaceId, accountId, account: account.state, active }, this.actor),
+        executeRun({ ...this.options.executor, writeModel }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
       );
       await writeModel.finishRun({ workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
       const code = outcome.kind === 'failed' ? outcome.code : '';
       this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
       this.options.onRunFinished?.(outcome.kind, code);
-      message.ack();
+      return ACK;
     } finally {
       clearInterval(heartbeat);
       this.inFlight.delete(runId);

@@ -10,6 +10,7 @@ import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { recheckAction } from './apply-recheck.ts';
+import { ACK, later, PullLoop, type ParkedMessage } from './pull-loop.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
@@ -26,6 +27,11 @@ export interface ApplyWorkerOptions {
   readonly retryBaseMs?: number;
   /** Told how each attempt ended (metrics). */
   readonly onApplyResult?: (result: 'applied' | 'failed' | 'returned') => void;
+  /** Failed handlings of one message after which it is parked (WORKER_MAX_DELIVERIES). */
+  readonly maxDeliveries?: number;
+  /** Told of each parked message and each loop restart (metrics). */
+  readonly onParked?: (parked: ParkedMessage) => void;
+  readonly onLoopRestart?: () => void;
 }
 
 /**
@@ -40,23 +46,32 @@ export interface ApplyWorkerOptions {
 export class ApplyWorker {
   readonly workerId: string;
   private readonly actor: Actor;
-  private running = false;
-  private loops: Promise<void>[] = [];
+  private readonly pullLoop: PullLoop;
 
   constructor(private readonly options: ApplyWorkerOptions) {
     this.workerId = options.workerId ?? `apply:${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
+    this.pullLoop = new PullLoop({
+      name: 'apply-worker',
+      concurrency: options.concurrency ?? 4,
+      maxDeliveries: options.maxDeliveries ?? 5,
+      logger: options.logger,
+      consumer: () => this.ensureConsumer(),
+      handle: async (message) => {
+        const retryInMs = await this.handle(message);
+        return retryInMs === null ? ACK : later(retryInMs);
+      },
+      onParked: options.onParked,
+      onRestart: options.onLoopRestart,
+    });
   }
 
   async start(): Promise<void> {
-    const consumer = await this.ensureConsumer();
-    this.running = true;
-    this.loops = Array.from({ length: this.options.concurrency ?? 4 }, () => this.loop(consumer));
+    await this.pullLoop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops);
+    await this.pullLoop.stop();
   }
 
   private async ensureConsumer(): Promise<Consumer> {
@@ -79,27 +94,6 @@ export class ApplyWorker {
         });
     }
     return js.consumers.get(config.eventStream, APPLY_WORKER_CONSUMER);
-  }
-
-  private async loop(consumer: Consumer): Promise<void> {
-    while (this.running) {
-      let message: JsMsg | null = null;
-      try {
-        message = await consumer.next({ expires: 1000 });
-      } catch {
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        continue;
-      }
-      if (!message) continue;
-      try {
-        const retryInMs = await this.handle(message);
-        if (retryInMs === null) message.ack();
-        else message.nak(retryInMs);
-      } catch (error) {
-        this.options.logger.error({ err: error instanceof Error ? error.message : String(error), seq: message.seq }, 'apply worker failed to handle a message');
-        message.nak(1000);
-      }
-    }
   }
 
   /** @returns null when done with the message, or a delay before it should come back. */

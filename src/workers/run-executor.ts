@@ -74,6 +74,20 @@ export async function executeRun(
         recordToolCall: async (call) => {
           await writeModel.recordToolCall({ workspaceId: run.workspaceId, accountId: run.accountId, call, meta });
         },
+        mayContinue: async () => {
+          const [current, account] = await Promise.all([
+            writeModel.keys.load(writeModel.keySubject(run.workspaceId, run.active.keyId)),
+            writeModel.accounts.load(writeModel.accountSubject(run.workspaceId, run.accountId)),
+          ]);
+          if (!current.state.exists || current.state.revoked) {
+            return { code: 'key_revoked', message: `API key ${run.active.keyId} was revoked while the run was running; it stopped before its next tool call` };
+          }
+          const active = account.state.activeRun;
+          if (active?.runId !== run.active.runId || active.status !== 'running' || active.workerId !== actor.id) {
+            return { code: 'internal', message: 'the run is no longer this worker’s (it ended or was taken over); it stopped before its next tool call' };
+          }
+          return null;
+        },
         propose: (draft, summary, reason) =>
           deps.proposals.propose({
             workspaceId: run.workspaceId,

@@ -388,7 +388,10 @@ export const openApiDocument = {
           '(schemas `RunStream…Data`; `data.seq` repeats the `id`); comments (`: keep-alive`) are sent every 15 s. A reconnect with ' +
           '`Last-Event-ID` (or `?last_event_id=`, for clients that cannot set headers) resumes exactly after that event; a reconnect ' +
           'after the terminal event answers 204, which tells EventSource to stop. A run of another workspace is indistinguishable ' +
-          'from a missing one (404).',
+          'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
+          '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
+          '`retry: 500`, and the client resumes with `Last-Event-ID`; a stream whose key is revoked ends within `SSE_KEY_RECHECK_MS` ' +
+          '(a reconnect then answers 401). A stored message that is not a trustworthy event is skipped with a comment and an `id:` line.',
         parameters: [
           parameterRef('RunId'),
           parameterRef('LastEventId'),
@@ -418,6 +421,7 @@ export const openApiDocument = {
             description: 'The run is terminal and `Last-Event-ID` is at or after its last event: nothing more will come.',
             headers: requestIdHeader,
           },
+          '429': responseRef('TooManyStreams'),
           '401': responseRef('Unauthorized'),
           '404': responseRef('RunNotFound'),
           '500': responseRef('InternalError'),
@@ -568,7 +572,12 @@ export const openApiDocument = {
         description:
           'Every event of the account, read from the event log itself in stream order: the event envelope (docs/events.md) plus its ' +
           'stream sequence `seq`; `ToolCalled` events carry the tool’s full output. `next_cursor` is the `seq` to pass as `cursor` for ' +
-          'the next page (null on the last); `run_id` keeps the events correlated with one run.',
+          'the next page (null on the last); `run_id` keeps the events correlated with one run and reads only that run’s own subjects ' +
+          '(its account subject while it was live, its run subject, its actions’ and the account’s quota subjects). Each request reads at ' +
+          'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
+          'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
+          'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
+          'subject) is listed in its place as `{seq, subject, corrupt: true, error}`, never a 500.',
         parameters: [
           parameterRef('ProjectId'),
           parameterRef('HistoryCursor'),
@@ -963,6 +972,11 @@ export const openApiDocument = {
       UnsupportedMediaType: {
         description: 'The body is not `application/json` in UTF-8 (`unsupported-media-type`).',
         headers: requestIdHeader,
+        content: problem(),
+      },
+      TooManyStreams: {
+        description: 'The key already holds `SSE_MAX_STREAMS_PER_KEY` open event streams on this server (`too-many-streams`, with `limit`).',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
         content: problem(),
       },
       ServiceUnavailable: {
@@ -1395,6 +1409,22 @@ export const openApiDocument = {
         properties: { reason: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
       },
       HistoryEntry: {
+        oneOf: [ref('HistoryEvent'), ref('HistoryCorruptEntry')],
+        description: 'An event of the history, or a marker in place of a stored message that is not a trustworthy event.',
+      },
+      HistoryCorruptEntry: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['seq', 'subject', 'corrupt', 'error'],
+        description: 'A stored message that does not parse, fails its schema or does not match its subject; its content is not shown.',
+        properties: {
+          seq: { type: 'integer', minimum: 1, description: 'Stream sequence of the message.' },
+          subject: { type: 'string', description: 'The subject it was stored on.' },
+          corrupt: { const: true },
+          error: { type: 'string', description: 'Why it is not believed.' },
+        },
+      },
+      HistoryEvent: {
         type: 'object',
         additionalProperties: false,
         required: ['seq', 'id', 'type', 'version', 'time', 'workspace_id', 'account_id', 'aggregate', 'actor', 'correlation_id', 'data', 'prev_hash', 'hash'],
