@@ -18,8 +18,8 @@ export function admitRawEvent(raw: RawEventMessage): AdmittedEvent {
     const { seq, subject, event } = result.stored;
     return { kind: 'event', seq, subject, event: event as unknown as DomainEvent };
   }
-  const { seq, subject, code, error } = result.corrupt;
-  return { kind: 'corrupt', seq, subject, code, error: clip(error) };
+  const { seq, subject, code, detail } = result.corrupt;
+  return { kind: 'corrupt', seq, subject, code, error: clip(detail) };
 }
 
 function clip(text: string): string {

@@ -30,7 +30,8 @@ export class InadmissibleEventError extends Error {
     readonly code: InadmissibleCode,
     readonly seq: number,
     readonly subject: string,
-    detail: string,
+    /** Why, without the sequence and subject (readers that list those beside it show only this). */
+    readonly detail: string,
     options?: { cause?: unknown },
   ) {
     super(`stream sequence ${seq} (${subject}) is inadmissible (${code}): ${detail}`, options);
@@ -59,6 +60,8 @@ export interface CorruptEvent {
   readonly subject: string;
   readonly code: InadmissibleCode;
   readonly error: string;
+  /** `error` without the sequence and subject. */
+  readonly detail: string;
 }
 
 export type AdmissionResult =
@@ -140,7 +143,7 @@ export class EventAdmission {
 }
 
 export function corruptEventOf(error: InadmissibleEventError): CorruptEvent {
-  return { seq: error.seq, subject: error.subject, code: error.code, error: error.message };
+  return { seq: error.seq, subject: error.subject, code: error.code, error: error.message, detail: error.detail };
 }
 
 /**

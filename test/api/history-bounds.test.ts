@@ -96,10 +96,10 @@ describe('history: scan budget, page size cap, run_id subjects and corrupt event
     const corrupt = everything.filter((e) => e.corrupt === true);
     expect(corrupt.map((e) => e.seq)).to.deep.equal(corruptSeqs);
     for (const entry of corrupt) {
-      expect(Object.keys(entry).sort()).to.deep.equal(['corrupt', 'error', 'seq', 'subject']);
+      expect(Object.keys(entry).sort()).to.deep.equal(['code', 'corrupt', 'error', 'seq', 'subject']);
       expect(entry.error).to.be.a('string').and.not.equal('');
     }
-    expect(corrupt.map((e) => e.error)).to.deep.include.members(['not JSON', 'workspace_id does not match its subject']);
+    expect(corrupt.map((e) => e.code)).to.deep.include.members(['not-json', 'subject-mismatch']);
     // The last page is the one that reached the end.
     expect(pages.at(-1)!.body.next_cursor).to.equal(null);
   });

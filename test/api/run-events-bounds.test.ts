@@ -205,7 +205,7 @@ describe('GET /api/v1/runs/{runId}/events: bounded streams', function () {
     const cancel = await svc.request('DELETE', `/api/v1/runs/${runId}`, { key: other.keys.write });
     expect(cancel.status).to.be.oneOf([200, 202]);
     const text = await stream.end(10_000);
-    expect(text).to.include(`: skipped a corrupt stored message (not JSON)\nid: ${corruptSeq}\n\n`);
+    expect(text).to.include(`: skipped a corrupt stored message (not-json)\nid: ${corruptSeq}\n\n`);
     expect(stream.events().map((e) => e.event)).to.deep.equal(['queued', 'canceled']);
   });
 });

@@ -577,7 +577,7 @@ export const openApiDocument = {
           'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
           'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
           'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
-          'subject) is listed in its place as `{seq, subject, corrupt: true, error}`, never a 500.',
+          'subject) is listed in its place as `{seq, subject, corrupt: true, code, error}`, never a 500.',
         parameters: [
           parameterRef('ProjectId'),
           parameterRef('HistoryCursor'),
@@ -1415,13 +1415,14 @@ export const openApiDocument = {
       HistoryCorruptEntry: {
         type: 'object',
         additionalProperties: false,
-        required: ['seq', 'subject', 'corrupt', 'error'],
-        description: 'A stored message that does not parse, fails its schema or does not match its subject; its content is not shown.',
+        required: ['seq', 'subject', 'corrupt', 'code', 'error'],
+        description: 'A stored message that does not parse, fails its schema, carries hostile text, does not match its subject or has no valid signature; its content is not shown.',
         properties: {
           seq: { type: 'integer', minimum: 1, description: 'Stream sequence of the message.' },
           subject: { type: 'string', description: 'The subject it was stored on.' },
           corrupt: { const: true },
-          error: { type: 'string', description: 'Why it is not believed.' },
+          code: { enum: ['not-json', 'schema', 'unknown-type', 'subject-mismatch', 'bad-text', 'untrusted'], description: 'Why it is not believed, as a closed set.' },
+          error: { type: 'string', description: 'Why it is not believed, in words (at most about 300 characters).' },
         },
       },
       HistoryEvent: {

@@ -19,6 +19,8 @@ interface CorruptEntry {
   readonly seq: number;
   readonly subject: string;
   readonly corrupt: true;
+  /** Why it was not believed: not-json, schema, unknown-type, subject-mismatch, bad-text, untrusted. */
+  readonly code: string;
   readonly error: string;
 }
 
@@ -123,7 +125,7 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
       const admitted = admitRawEvent(raw);
       let entry: Record<string, unknown> | CorruptEntry;
       if (admitted.kind === 'corrupt') {
-        entry = { seq: admitted.seq, subject: admitted.subject, corrupt: true, error: admitted.error };
+        entry = { seq: admitted.seq, subject: admitted.subject, corrupt: true, code: admitted.code, error: admitted.error };
       } else {
         if (runId !== undefined && admitted.event.correlation_id !== runId) {
           lastScanned = raw.seq;

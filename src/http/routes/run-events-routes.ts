@@ -100,7 +100,7 @@ export function runEventsRouter(api: ApiContext, shutdown: AbortSignal, js: JetS
           const admitted = admitRawEvent(raw);
           if (admitted.kind === 'corrupt') {
             // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
-            body.write(`: skipped a corrupt stored message (${admitted.error})\nid: ${raw.seq}\n\n`);
+            body.write(`: skipped a corrupt stored message (${admitted.code})\nid: ${raw.seq}\n\n`);
             continue;
           }
           const message = toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl);
