@@ -34,6 +34,10 @@ export interface Config {
   readonly runModelBudgetMs: number;
   readonly agentWorkerConcurrency: number;
   readonly agentAckWaitMs: number;
+  /** PKCS#8 PEM Ed25519 key that signs every event; undefined: a generated local key (development only). */
+  readonly eventSigningKeyFile: string | undefined;
+  /** A PEM file (one or more PUBLIC KEY blocks) or a directory of *.pem files: retired keys still believed. */
+  readonly eventSigningRetiredPublicKeys: string | undefined;
 }
 
 export interface ConfigVariable {
@@ -64,6 +68,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
   { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
   { name: 'AGENT_ACK_WAIT_MS', default: '30000', description: 'A run whose worker stops heartbeating for this long is taken as dead and failed with internal.' },
+  {
+    name: 'EVENT_SIGNING_KEY_FILE',
+    default: '',
+    description: 'PKCS#8 PEM Ed25519 private key that signs every event; must exist when set. Unset: a key generated on first start in .adsagent/event-signing-key.pem under the working directory (development only; production must set it).',
+  },
+  {
+    name: 'EVENT_SIGNING_RETIRED_PUBLIC_KEYS',
+    default: '',
+    description: 'Retired event signing keys still believed after a rotation: a PEM file of PUBLIC KEY blocks or a directory of *.pem files.',
+  },
 ];
 
 export class ConfigError extends Error {
@@ -151,6 +165,8 @@ export function loadConfig(env: Env = process.env): Config {
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
     agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
+    eventSigningKeyFile: raw('EVENT_SIGNING_KEY_FILE') || undefined,
+    eventSigningRetiredPublicKeys: raw('EVENT_SIGNING_RETIRED_PUBLIC_KEYS') || undefined,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

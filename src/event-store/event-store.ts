@@ -9,6 +9,7 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
 import { sealEvent } from '../events/event-hash.ts';
 import { eventValidator, type EventValidator } from '../events/event-validator.ts';
+import type { EventSigner } from '../events/signing/event-signer.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode } from './errors.ts';
 
 /** An event as stored: its envelope plus where it sits in the stream. */
@@ -57,6 +58,8 @@ export class EventStore {
     private readonly jsm: JetStreamManager,
     readonly streamName: string,
     validator: EventValidator = eventValidator(),
+    /** Signs every append; absent only for read-only use (an offline audit) and legacy-shaped test fixtures. */
+    private readonly signer?: EventSigner,
   ) {
     this.validator = validator;
   }
@@ -78,7 +81,7 @@ export class EventStore {
     let position = expected;
     for (const unsealed of events) {
       this.validator.assertValid(unsealed);
-      const event = sealEvent(unsealed, position.lastHash) as E;
+      const event = sealEvent(unsealed, position.lastHash, this.signer) as E;
       const headers = natsHeaders();
       headers.set(EVENT_TYPE_HEADER, event.type);
       headers.set(EVENT_VERSION_HEADER, String(event.version));

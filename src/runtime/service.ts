@@ -24,6 +24,7 @@ import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
+import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { ReadBarrier } from './read-barrier.ts';
 import { readinessChecks } from './readiness.ts';
@@ -43,7 +44,7 @@ export interface RunningService {
  * in its own process; none keeps state another copy would need.
  */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`);
+  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`, { notice: (message) => logger.info(message) });
   const { database, store, writeModel, nc, js, jsm, subjects } = infrastructure;
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
   // events), then stop projectors so those events are projected, then close connections.
@@ -106,6 +107,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         historyRouter(api),
         killSwitchRouter(api),
         openApiRouter(config),
+        eventSigningKeysRouter(infrastructure.signing),
         metricsRouter(metrics.registry),
       ],
       observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
