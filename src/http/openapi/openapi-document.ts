@@ -1469,6 +1469,8 @@ export const openApiDocument = {
           data: { type: 'object' },
           prev_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
           hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          key_id: { type: 'string', pattern: '^[0-9a-f]{16}$', description: 'Signing key id; absent on legacy events (docs/events.md, "Signatures").' },
+          signature: { type: 'string', pattern: '^[A-Za-z0-9_-]{86}$', description: 'Ed25519 signature, base64url; absent on legacy events.' },
         },
         anyOf: EVENT_DEFINITIONS.map((definition) => ({
           required: ['type', 'version', 'aggregate', 'data'],
