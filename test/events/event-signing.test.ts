@@ -162,6 +162,10 @@ describe('signed events', function () {
       expect(untrustedCode(() => verifier.check(sealEvent(workspaceCreated('ws'), '0'.repeat(64), attacker), subject, 5))).to.equal('unknown-key');
       const altered = { ...signed, data: { name: 'renamed' } };
       expect(untrustedCode(() => verifier.check(altered, subject, 5))).to.equal('bad-signature');
+      // Once the genuine event verified (and is remembered), its signature on altered content still fails.
+      verifier.check(signed, subject, 5);
+      expect(untrustedCode(() => verifier.check(altered, subject, 6))).to.equal('bad-signature');
+      verifier.check(signed, subject, 7);
       // The attacker's signature under the service's key id.
       const borrowed = { ...sealEvent(workspaceCreated('ws'), '0'.repeat(64), attacker), key_id: serviceSigner.keyId };
       expect(untrustedCode(() => verifier.check(borrowed, subject, 5))).to.equal('bad-signature');

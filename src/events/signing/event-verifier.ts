@@ -1,4 +1,4 @@
-import { verify } from 'node:crypto';
+import { createHash, verify } from 'node:crypto';
 import type { EventEnvelope } from '../envelope.ts';
 import { signedBytes } from './signed-bytes.ts';
 import type { KnownPublicKey } from './signing-keys.ts';
@@ -24,6 +24,9 @@ export type Verdict = { readonly kind: 'signed'; readonly keyId: string } | { re
 
 const SIGNATURE = /^[A-Za-z0-9_-]{86}$/;
 
+/** Verified signatures remembered per process: every projector and worker checks the same events. */
+const VERIFIED_CACHE_SIZE = 20_000;
+
 /**
  * Verifies Ed25519 signatures against the keys this process believes (current + retired).
  *
@@ -36,6 +39,12 @@ const SIGNATURE = /^[A-Za-z0-9_-]{86}$/;
 export class EventVerifier implements EventAuthenticityCheck {
   private readonly keys: ReadonlyMap<string, KnownPublicKey>;
   private activationPoint: SigningActivationPoint | null;
+  /**
+   * `key_id:signature` → SHA-256 of the bytes it verified over. A hit still recomputes the
+   * canonical bytes and their digest (a copied signature on altered content misses), but
+   * skips the Ed25519 verification, several times the cost.
+   */
+  private readonly verified = new Map<string, string>();
 
   constructor(keys: readonly KnownPublicKey[], activation: SigningActivationPoint | null) {
     this.keys = new Map(keys.map((k) => [k.keyId, k]));
@@ -67,14 +76,30 @@ export class EventVerifier implements EventAuthenticityCheck {
     }
     const known = this.keys.get(keyId);
     if (!known) throw new UntrustedEventError('unknown-key', seq, subject, `signed by key ${JSON.stringify(keyId.slice(0, 64))}, which is not a known key`);
-    let valid: boolean;
+    let bytes: Buffer;
     try {
-      valid = verify(null, signedBytes(event), known.publicKey, Buffer.from(signature, 'base64url'));
+      bytes = signedBytes(event);
     } catch {
-      valid = false;
+      throw new UntrustedEventError('bad-signature', seq, subject, 'the event cannot be canonicalized');
+    }
+    const cacheKey = `${keyId}:${signature}`;
+    const digest = createHash('sha256').update(bytes).digest('base64');
+    let valid = this.verified.get(cacheKey) === digest;
+    if (!valid) {
+      try {
+        valid = verify(null, bytes, known.publicKey, Buffer.from(signature, 'base64url'));
+      } catch {
+        valid = false;
+      }
+      if (valid) this.remember(cacheKey, digest);
     }
     if (!valid) throw new UntrustedEventError('bad-signature', seq, subject, `the signature does not verify with key ${keyId}: the event was altered or forged`);
     this.activationPoint ??= { firstSignedSeq: seq, keyId };
     return { kind: 'signed', keyId };
+  }
+
+  private remember(key: string, digest: string): void {
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(key, digest);
   }
 }
