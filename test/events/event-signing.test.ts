@@ -227,8 +227,16 @@ describe('signed events', function () {
         const human = await runCli(config, ['audit', 'verify']);
         expect(human.stdout).to.include(`1 signatures valid, 3 unsigned legacy (before key ${keyId})`);
 
-        // Deleting the activation record does not move the point: the next start finds the first signed event.
+        // A record moved by whoever can write to the bucket does not verify and is rewritten at the true point.
         const kv = await new Kvm(nc).open(signingBucketName(config.eventStream));
+        const genuine = JSON.parse((await kv.get(ACTIVATION_KEY))!.string()) as Record<string, unknown>;
+        await kv.put(ACTIVATION_KEY, JSON.stringify({ ...genuine, first_signed_seq: 1000 }));
+        await service.stop();
+        service = await openWithProjectors(config);
+        infra = service.infrastructure;
+        expect(infra.signing.verifier.activation).to.deep.equal({ firstSignedSeq: 4, keyId });
+
+        // Deleting the activation record does not move the point: the next start finds the first signed event.
         await kv.delete(ACTIVATION_KEY);
         await service.stop();
         service = await openWithProjectors(config);
@@ -332,6 +340,16 @@ describe('signed events', function () {
       expect(() => loadSigningKeys({ eventSigningKeyFile: ec, eventSigningRetiredPublicKeys: undefined }, dir, () => undefined)).to.throw(SigningKeyError, /not Ed25519/);
       const key = writeTestSigningKey();
       expect(() => loadSigningKeys({ eventSigningKeyFile: key, eventSigningRetiredPublicKeys: key }, dir, () => undefined)).to.throw(SigningKeyError, /PRIVATE KEY/);
+    });
+
+    it('audit verify --public-key with a missing file or a private key: one line, exit 1', async () => {
+      const config = isolatedConfig('pubkeyfile');
+      const missing = await runCli(config, ['audit', 'verify', '--public-key', join(tempDir(), 'none.pem')]);
+      expect(missing.code).to.equal(1);
+      expect(missing.stderr).to.match(/adsagent: public key path .*none\.pem cannot be read: ENOENT/);
+      const privateKey = await runCli(config, ['audit', 'verify', '--public-key', writeTestSigningKey()]);
+      expect(privateKey.code).to.equal(1);
+      expect(privateKey.stderr).to.include("holds a 'PRIVATE KEY' block; only PUBLIC KEY blocks belong there");
     });
 
     it('are validated at start: the CLI reports a bad key file in one line, exit 1', async () => {
