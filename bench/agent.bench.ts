@@ -246,7 +246,7 @@ async function timeAppends(infra: Infrastructure): Promise<number[]> {
   try {
     const subjects = new Subjects(config.subjectPrefix);
     await ensureEventStream(infra.jsm, { name: config.eventStream, subjects: [subjects.all], replicas: 1 });
-    const store = new EventStore(infra.js, infra.jsm, config.eventStream);
+    const store = new EventStore(infra.js, infra.jsm, config.eventStream, { signer: infra.signing.signer }); // signed, as the service appends
     const runId = uuidv4();
     const address = { workspaceId: 'ws-bench', accountId: 'acc-bench', aggregate: { type: 'run' as const, id: runId } };
     const subject = subjects.forAggregate(address);

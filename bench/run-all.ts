@@ -2,6 +2,7 @@ import { run as runAgent } from './agent.bench.ts';
 import { run as runAudit } from './audit.bench.ts';
 import { run as runEventStore } from './event-store.bench.ts';
 import { run as runHttpApi } from './http-api.bench.ts';
+import { run as runSigning } from './signing.bench.ts';
 import { releaseAll } from './support/isolation.ts';
 import { header, note } from './support/report.ts';
 
@@ -16,6 +17,7 @@ const ALL_BENCHMARKS: readonly { readonly name: string; readonly file: string; r
   { name: 'http api', file: 'bench/http-api.bench.ts', run: runHttpApi },
   { name: 'agent', file: 'bench/agent.bench.ts', run: runAgent },
   { name: 'audit', file: 'bench/audit.bench.ts', run: runAudit },
+  { name: 'signing', file: 'bench/signing.bench.ts', run: runSigning },
 ];
 const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
 const BENCHMARKS = ALL_BENCHMARKS.filter((b) => only.length === 0 || only.some((word) => b.name.includes(word) || b.file.includes(word)));

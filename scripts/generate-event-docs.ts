@@ -10,7 +10,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENT_DEFINITIONS, type EventDefinition } from '../src/events/catalogue/index.ts';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { sealEvent } from '../src/events/event-hash.ts';
+import { EventSigner } from '../src/events/signing/event-signer.ts';
 import { EventValidator } from '../src/events/event-validator.ts';
 import type { EventEnvelope, UnsealedEvent } from '../src/events/envelope.ts';
 import {
@@ -58,6 +60,16 @@ function fieldTable(rows: readonly FieldRow[], withMeaning: boolean): string[] {
 
 const eventHeading = (definition: EventDefinition) => `${definition.type} (v${definition.version})`;
 
+/**
+ * The key that signs the examples: derived from a published seed so the page is the same on
+ * every run (Ed25519 signatures are deterministic). Public by construction; never use it.
+ */
+function exampleSigner(): EventSigner {
+  const seed = createHash('sha256').update('adsagent docs example signing key: public, never use').digest();
+  const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]);
+  return new EventSigner(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }));
+}
+
 /** Two chained example events of one workspace, sealed and validated like the store does. */
 function exampleEvents(): EventEnvelope[] {
   const workspaceId = '01930f4e-7a2b-7c3d-8e4f-5a6b7c8d9e0f';
@@ -93,7 +105,7 @@ function exampleEvents(): EventEnvelope[] {
   let prev = GENESIS_HASH;
   for (const event of unsealed) {
     validator.assertValid(event);
-    const stored = sealEvent(event, prev);
+    const stored = sealEvent(event, prev, exampleSigner());
     sealed.push(stored);
     prev = stored.hash;
   }
@@ -154,7 +166,7 @@ export function renderEventDocs(definitions: readonly EventDefinition[] = EVENT_
     '',
     `- \`prev_hash\` of an aggregate's first event is the genesis hash, 64 zeros (\`${GENESIS_HASH}\`).`,
     "- `prev_hash` of every later event is the `hash` of the aggregate's previous event.",
-    '- `hash = sha256_hex(prev_hash + "\\n" + canonical_json(envelope without prev_hash and hash))`, where',
+    '- `hash = sha256_hex(prev_hash + "\\n" + canonical_json(envelope without prev_hash, hash and signature))`, where',
     '  `canonical_json` is the [RFC 8785](https://www.rfc-editor.org/rfc/rfc8785) JSON Canonicalization',
     '  Scheme (sorted keys, no whitespace, ECMAScript number formatting) and the input is UTF-8.',
     '',
@@ -166,7 +178,7 @@ export function renderEventDocs(definitions: readonly EventDefinition[] = EVENT_
     '',
     "let expected = '0'.repeat(64); // per aggregate subject, in stream order",
     'for (const event of eventsOfOneAggregate) {',
-    '  const { prev_hash, hash, ...body } = event;',
+    '  const { prev_hash, hash, signature, ...body } = event;',
     "  if (prev_hash !== expected) throw new Error(`chain broken before ${event.id}`);",
     "  const computed = createHash('sha256').update(prev_hash + '\\n' + canonicalize(body)).digest('hex');",
     '  if (computed !== hash) throw new Error(`event ${event.id} was altered`);',
@@ -175,6 +187,65 @@ export function renderEventDocs(definitions: readonly EventDefinition[] = EVENT_
     '```',
     '',
     '`adsagent audit verify` does this for every subject, and more ([consumers.md](consumers.md#verifying-the-log)).',
+    '',    '## Signatures',
+    '',
+    'Every event the service appends is signed with Ed25519 ([RFC 8032](https://www.rfc-editor.org/rfc/rfc8032), pure, no prehash),',
+    'so a well-formed, correctly chained event published by someone who can write to NATS but does not hold',
+    'the signing key is told apart from a real one. Readers (projectors, workers, the key directory,',
+    '`adsagent audit verify`) believe only events with a valid signature from a known key.',
+    '',
+    '- `key_id` names the key: the first 16 hex characters of `sha256(raw 32-byte public key)`. It is covered',
+    '  by `hash` like every other field but `signature`.',
+    '- The signed bytes are `canonical_json(envelope without signature)` in UTF-8: the whole envelope,',
+    '  `prev_hash`, `hash` and `key_id` included. `signature` is the 64-byte signature in unpadded base64url.',
+    '- The public keys (current and retired) are served at `GET /api/v1/event-signing-keys` (PEM and RFC 8037',
+    '  JWK, no authentication) and printed by `adsagent keys export-public`.',
+    '',
+    'Verify an event with any Ed25519 and RFC 8785 implementation:',
+    '',
+    '```ts',
+    "import { createPublicKey, verify } from 'node:crypto';",
+    "import canonicalize from 'canonicalize';",
+    '',
+    "const keys = new Map(/* key_id -> createPublicKey(public_key_pem) from GET /api/v1/event-signing-keys */);",
+    'const { signature, ...signed } = event;',
+    'const key = keys.get(event.key_id);',
+    "if (!key || !verify(null, Buffer.from(canonicalize(signed), 'utf8'), key, Buffer.from(signature, 'base64url'))) {",
+    "  throw new Error(`event ${event.id} is not signed by a known key`);",
+    '}',
+    '```',
+    '',
+    'The examples above are signed with a published example key (never used by a deployment):',
+    '',
+    '```',
+    exampleSigner().publicKey.export({ format: 'pem', type: 'spki' }).toString().trimEnd(),
+    '```',
+    '',
+    '### Events from before signing ("legacy")',
+    '',
+    'Events stored before signing existed carry neither `key_id` nor `signature` and are not rejected',
+    'retroactively. When a process holding a signing key first opens a stream, it writes a signed *activation',
+    'record* to the KV bucket `<EVENT_STREAM>_signing` (key `activation`):',
+    '',
+    '```json',
+    '{ "stream": "ADS_EVENTS", "first_signed_seq": 1234, "key_id": "…", "activated_at": "…", "signature": "…" }',
+    '```',
+    '',
+    '`signature` is Ed25519 by `key_id` over `canonical_json(record without signature)`. `first_signed_seq` is the',
+    "stream's next sequence at activation (or, if the record went missing later, the sequence of the first",
+    'validly signed event in the stream). An unsigned event **below** it verifies as *unsigned, before key',
+    '`key_id`*; an unsigned event at or after it is untrusted, like one with an unknown key or a bad signature.',
+    'Because the record is signed, whoever can write to the bucket cannot move the point to make a forged',
+    'unsigned event look like legacy; deleting it only makes the next start recompute it from the log (the first',
+    'signed event cannot be forged either). Without a readable, verifiable record (an auditor without access to the',
+    'bucket), `audit verify` from sequence 1 takes the first validly signed event as the activation point.',
+    '',
+    'Writers still on a version without signing must be stopped before the first signing process starts: their',
+    'events after activation are unsigned and therefore untrusted.',
+    '',
+    'A signature proves who wrote an event, not where it sits: a validly signed event copied to a later position',
+    'is caught by the hash chain (`prev_hash`), which `audit verify` checks, and by `Nats-Msg-Id` de-duplication',
+    'within the stream\'s duplicate window.',
     '',
     '## Headers',
     '',

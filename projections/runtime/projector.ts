@@ -10,7 +10,7 @@ import {
 } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { eventAdmission, type EventAdmission } from '../../src/events/event-admission.ts';
+import { EventAdmission } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
@@ -32,7 +32,10 @@ export interface ProjectorOptions {
    * crash tests use it to stop a projector exactly there; nothing else should need it.
    */
   readonly afterCommit?: (lastSeq: number) => Promise<void> | void;
-  /** What to believe (default: the process-wide admission, where the signing check plugs in). */
+  /**
+   * What to believe: the event store's admission, which checks signatures. The default checks
+   * structure only (JSON, schema, text, subject), for tools and tests without signing keys.
+   */
   readonly admission?: EventAdmission;
 }
 
@@ -66,7 +69,10 @@ export class Projector {
   private status: ProjectorStatus;
   private readonly batchSize: number;
 
+  private readonly admission: EventAdmission;
+
   constructor(private readonly options: ProjectorOptions) {
+    this.admission = options.admission ?? new EventAdmission();
     this.batchSize = options.batchSize ?? 500;
     this.status = { name: options.projection.name, lastSeq: 0, stalled: false, lastError: null, parked: 0 };
   }
@@ -176,7 +182,7 @@ export class Projector {
 
   private async applyBatch(batch: readonly JsMsg[]): Promise<number> {
     const { db, projection, logger } = this.options;
-    const admission = this.options.admission ?? eventAdmission();
+    const admission = this.admission;
     const { lastSeq, parked } = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
       if (!checkpoint || checkpoint.version !== projection.version) {

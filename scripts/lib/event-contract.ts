@@ -81,7 +81,17 @@ export function envelopeSchema(definition?: EventDefinition): SchemaObject {
       },
       data: definition ? definition.data : { type: 'object', description: 'The payload; its schema is given by `type` and `version`.' },
       prev_hash: { ...HASH, description: `\`hash\` of the previous event of the same aggregate; ${GENESIS_HASH.length} zeros for the first.` },
-      hash: { ...HASH, description: 'SHA-256 (hex) over `prev_hash` and the canonical JSON of every other field (see "Hash chain").' },
+      hash: { ...HASH, description: 'SHA-256 (hex) over `prev_hash` and the canonical JSON of every other field but `signature` (see "Hash chain").' },
+      key_id: {
+        type: 'string',
+        pattern: '^[0-9a-f]{16}$',
+        description: 'Id of the Ed25519 key that signed the event: the first 16 hex characters of SHA-256 over its raw 32-byte public key. Absent only on legacy events (see "Signatures").',
+      },
+      signature: {
+        type: 'string',
+        pattern: '^[A-Za-z0-9_-]{86}$',
+        description: 'Ed25519 signature (unpadded base64url) over the canonical JSON of the envelope without `signature` (see "Signatures"). Absent only on legacy events.',
+      },
     },
   };
 }

@@ -7,6 +7,8 @@ import { computeEventHash } from '../events/event-hash.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { EventStore } from '../event-store/event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
+import type { EventVerifier } from '../events/signing/event-verifier.ts';
+import { UntrustedEventError } from '../events/signing/untrusted-event-error.ts';
 
 export const DISCREPANCY_KINDS = [
   'not_an_event',
@@ -15,6 +17,9 @@ export const DISCREPANCY_KINDS = [
   'hash_mismatch',
   'chain_broken',
   'read_model_mismatch',
+  'unsigned',
+  'unknown_key',
+  'bad_signature',
 ] as const;
 export type DiscrepancyKind = (typeof DISCREPANCY_KINDS)[number];
 
@@ -33,6 +38,11 @@ export interface VerifyReport {
   readonly readModelsChecked: readonly string[];
   readonly discrepancy: Discrepancy | null;
   readonly durationMs: number;
+  /** Events whose signature verified (0 when signatures were not checked). */
+  readonly signedEvents: number;
+  /** Unsigned events accepted as legacy: stored before signing began with key `legacyBeforeKeyId`. */
+  readonly legacyEvents: number;
+  readonly legacyBeforeKeyId: string | null;
 }
 
 export interface VerifyOptions {
@@ -45,12 +55,15 @@ export interface VerifyOptions {
   /** Compare these read models with a fresh fold (only for a whole-stream check from sequence 1). */
   readonly readModels?: { readonly db: Kysely<Database>; readonly schema: string; readonly projections: readonly Projection[] };
   readonly onProgress?: (phase: string, done: number, total: number) => void;
+  /** Checks every event's signature (after its hash and chain); without one, signatures are not checked. */
+  readonly verifier?: EventVerifier;
 }
 
 /**
  * Replays the event log and checks what an auditor needs to trust it: every message is an
  * event valid against its schema, sits on the subject its envelope names, hashes to its
- * `hash`, and links to the previous event of its aggregate; then that every read model
+ * `hash`, links to the previous event of its aggregate and, given a verifier, carries a valid
+ * signature by a known key (or is legacy: unsigned before signing began); then that every read model
  * equals a fresh fold of the log. Stops at the first discrepancy and reports it with its
  * stream sequence.
  */
@@ -64,6 +77,8 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
   const validator = eventValidator();
   let events = 0;
   let lastSeq = 0;
+  let signedEvents = 0;
+  let legacyEvents = 0;
   const report = (discrepancy: Discrepancy | null, readModelsChecked: string[] = []): VerifyReport => ({
     events,
     subjects: lastHash.size,
@@ -71,6 +86,9 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     readModelsChecked,
     discrepancy,
     durationMs: Date.now() - started,
+    signedEvents,
+    legacyEvents,
+    legacyBeforeKeyId: legacyEvents > 0 ? (options.verifier?.activation?.keyId ?? null) : null,
   });
 
   for await (const raw of store.readRaw(filter, fromSeq, head)) {
@@ -120,6 +138,17 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
       });
     }
     lastHash.set(raw.subject, event.hash);
+    if (options.verifier) {
+      try {
+        const verdict = options.verifier.verdict(event, raw.subject, raw.seq);
+        if (verdict.kind === 'signed') signedEvents++;
+        else legacyEvents++;
+      } catch (error) {
+        if (!(error instanceof UntrustedEventError)) throw error;
+        const kind = ({ unsigned: 'unsigned', 'unknown-key': 'unknown_key', 'bad-signature': 'bad_signature' } as const)[error.code];
+        return report({ kind, seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}): ${error.reason}` });
+      }
+    }
   }
   options.onProgress?.('events', head, head);
 

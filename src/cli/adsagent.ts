@@ -7,12 +7,14 @@ import { PostgresUnreachableError } from '../db/database.ts';
 import { isProblemError } from '../errors/problem-error.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
+import { SigningKeyError } from '../events/signing/signing-keys.ts';
 import { createAccount, createWorkspace, issueKey, revokeKey, setKillSwitch } from '../operator/operator-commands.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
 import { runEventsTail } from './events-tail-command.ts';
 import { runQuarantineCommand } from './quarantine-command.ts';
+import { runKeysExportPublic } from './keys-command.ts';
 import { printResult, UsageError, warn } from './output.ts';
 
 const USAGE = `usage: adsagent <command> [options] [--json]
@@ -22,7 +24,8 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   key create --workspace WS --scope read|write|admin [--name NAME]
   key revoke KEY_ID
   killswitch on|off --workspace WS [--reason TEXT]
-  audit verify [--account ID] [--from-seq N]
+  audit verify [--account ID] [--from-seq N] [--public-key FILE ...]
+  keys export-public                  (PEM; with --json the key directory)
   events tail [--account ID] [--type TYPE] [--from-seq N | --since TIME] [--follow]
   demo
   projections rebuild [NAME ...]      (default: every projection)
@@ -31,7 +34,7 @@ const USAGE = `usage: adsagent <command> [options] [--json]
 
 Configuration comes from the same environment variables as the service (README).`;
 
-export type Options = Record<string, string | boolean | undefined>;
+export type Options = Record<string, string | boolean | string[] | undefined>;
 
 function required(options: Options, name: string): string {
   const value = options[name];
@@ -82,6 +85,8 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     }
     case 'audit verify':
       return runAuditVerify(infra, config, options, json);
+    case 'keys export-public':
+      return runKeysExportPublic(infra, json);
     case 'events tail':
       return runEventsTail(infra, options);
     case 'demo': {
@@ -142,6 +147,7 @@ async function main(): Promise<number> {
         since: { type: 'string' },
         follow: { type: 'boolean', default: false },
         force: { type: 'boolean', default: false },
+        'public-key': { type: 'string', multiple: true },
       },
     });
   } catch (error) {
@@ -165,7 +171,9 @@ async function main(): Promise<number> {
   }
   let infra: Infrastructure | undefined;
   try {
-    infra = await openInfrastructure(config, 'adsagent-cli');
+    // An offline audit with --public-key verifies with those keys only and never reads the private key.
+    const publicKeyFiles = parsed.positionals.join(' ') === 'audit verify' ? parsed.values['public-key'] : undefined;
+    infra = await openInfrastructure(config, 'adsagent-cli', { notice: warn, publicKeyFiles });
     return (await run(parsed.positionals, parsed.values, parsed.values.json ?? false, infra, config)) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -173,7 +181,7 @@ async function main(): Promise<number> {
       process.stderr.write(`${USAGE}\n`);
       return 2;
     }
-    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError) {
+    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof SigningKeyError) {
       warn(error.message);
       return 1;
     }

@@ -1,6 +1,7 @@
 import cliProgress from 'cli-progress';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { verifyEventLog } from '../audit/verify-event-log.ts';
+import { EventVerifier } from '../events/signing/event-verifier.ts';
 import type { Config } from '../config/config.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { printResult, UsageError } from './output.ts';
@@ -16,7 +17,10 @@ export async function runAuditVerify(infra: Infrastructure, config: Config, opti
   );
   let phase = '';
   bar.start(1, 0, { phase: 'events'.padEnd(14) });
+  // With --public-key, infra.signing holds only those keys (see adsagent.ts); a fresh verifier per audit.
+  const { keys, verifier: known } = infra.signing;
   const report = await verifyEventLog({
+    verifier: new EventVerifier(keys, known.activation),
     store: infra.store,
     subjects: infra.subjects,
     accountId: typeof options.account === 'string' ? options.account : undefined,
@@ -33,7 +37,12 @@ export async function runAuditVerify(infra: Infrastructure, config: Config, opti
   bar.stop();
   const human = report.discrepancy
     ? `DISCREPANCY at stream sequence ${report.discrepancy.seq} (${report.discrepancy.kind}) on ${report.discrepancy.subject}: ${report.discrepancy.detail}`
-    : `ok: ${report.events} events on ${report.subjects} subjects verified up to sequence ${report.lastSeq}; read models checked: ${report.readModelsChecked.join(', ') || 'none'} (${report.durationMs} ms)`;
+    : `ok: ${report.events} events on ${report.subjects} subjects verified up to sequence ${report.lastSeq}; ${describeSignatures(report)}; read models checked: ${report.readModelsChecked.join(', ') || 'none'} (${report.durationMs} ms)`;
   printResult(json, { ok: report.discrepancy === null, ...report }, human);
   return report.discrepancy ? 1 : 0;
+}
+
+function describeSignatures(report: { signedEvents: number; legacyEvents: number; legacyBeforeKeyId: string | null }): string {
+  const legacy = report.legacyEvents > 0 ? `, ${report.legacyEvents} unsigned legacy (before key ${report.legacyBeforeKeyId ?? 'none yet'})` : '';
+  return `${report.signedEvents} signatures valid${legacy}`;
 }

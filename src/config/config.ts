@@ -55,6 +55,10 @@ export interface Config {
   readonly historyMaxPageBytes: number;
   readonly workerMaxDeliveries: number;
   readonly agentMaxRunsPerWorkspace: number;
+  /** PKCS#8 PEM Ed25519 key that signs every event; undefined: a generated local key (development only). */
+  readonly eventSigningKeyFile: string | undefined;
+  /** A PEM file (one or more PUBLIC KEY blocks) or a directory of *.pem files: retired keys still believed. */
+  readonly eventSigningRetiredPublicKeys: string | undefined;
 }
 
 export interface ConfigVariable {
@@ -97,6 +101,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'HISTORY_MAX_PAGE_BYTES', default: '1048576', description: 'Largest JSON a history page carries (bytes); past it the page ends with a next_cursor.' },
   { name: 'WORKER_MAX_DELIVERIES', default: '5', description: 'Deliveries of one message after which the agent and apply workers park it as poison and go on.' },
   { name: 'AGENT_MAX_RUNS_PER_WORKSPACE', default: '2', description: 'Runs of one workspace one agent-worker process works on at once; more are deferred so other workspaces get their turn.' },
+  {
+    name: 'EVENT_SIGNING_KEY_FILE',
+    default: '',
+    description: 'PKCS#8 PEM Ed25519 private key that signs every event; must exist when set. Unset: a key generated on first start in .adsagent/event-signing-key.pem under the working directory (development only; production must set it).',
+  },
+  {
+    name: 'EVENT_SIGNING_RETIRED_PUBLIC_KEYS',
+    default: '',
+    description: 'Retired event signing keys still believed after a rotation: a PEM file of PUBLIC KEY blocks or a directory of *.pem files.',
+  },
 ];
 
 export class ConfigError extends Error {
@@ -192,6 +206,8 @@ export function loadConfig(env: Env = process.env): Config {
     historyMaxPageBytes: integer('HISTORY_MAX_PAGE_BYTES', 65_536, 64 * 1024 * 1024),
     workerMaxDeliveries: integer('WORKER_MAX_DELIVERIES', 2, 1000),
     agentMaxRunsPerWorkspace: integer('AGENT_MAX_RUNS_PER_WORKSPACE', 1, 64),
+    eventSigningKeyFile: raw('EVENT_SIGNING_KEY_FILE') || undefined,
+    eventSigningRetiredPublicKeys: raw('EVENT_SIGNING_RETIRED_PUBLIC_KEYS') || undefined,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -9,7 +9,8 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
 import { sealEvent } from '../events/event-hash.ts';
 import { eventValidator, type EventValidator } from '../events/event-validator.ts';
-import { eventAdmission, type AdmissionResult, type EventAdmission } from '../events/event-admission.ts';
+import { EventAdmission, type AdmissionResult } from '../events/event-admission.ts';
+import type { EventSigner } from '../events/signing/event-signer.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode } from './errors.ts';
 
 /** An event as stored: its envelope plus where it sits in the stream. */
@@ -50,20 +51,34 @@ const DIRECT_READ_LIMIT = 32;
  * await store.append(subject, [event], position); // throws AppendConflictError on a race
  * ```
  */
+export interface EventStoreOptions {
+  /** Checks every event before it is appended (default: the catalogue's validator). */
+  readonly validator?: EventValidator;
+  /**
+   * What reads believe. Each store gets its own: the signature check depends on this
+   * stream's keys and activation point, so it must not be shared across streams.
+   */
+  readonly admission?: EventAdmission;
+  /** Signs every append; absent only for read-only use (an offline audit) and legacy-shaped test fixtures. */
+  readonly signer?: EventSigner;
+}
+
 export class EventStore {
   private readonly validator: EventValidator;
   /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
   readonly admission: EventAdmission;
 
+  private readonly signer: EventSigner | undefined;
+
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     readonly streamName: string,
-    validator: EventValidator = eventValidator(),
-    admission: EventAdmission = eventAdmission(),
+    options: EventStoreOptions = {},
   ) {
-    this.validator = validator;
-    this.admission = admission;
+    this.validator = options.validator ?? eventValidator();
+    this.admission = options.admission ?? new EventAdmission({ validator: this.validator });
+    this.signer = options.signer;
   }
 
   /**
@@ -83,7 +98,7 @@ export class EventStore {
     let position = expected;
     for (const unsealed of events) {
       this.validator.assertValid(unsealed);
-      const event = sealEvent(unsealed, position.lastHash) as E;
+      const event = sealEvent(unsealed, position.lastHash, this.signer) as E;
       const headers = natsHeaders();
       headers.set(EVENT_TYPE_HEADER, event.type);
       headers.set(EVENT_VERSION_HEADER, String(event.version));

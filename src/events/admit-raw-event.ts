@@ -1,5 +1,5 @@
 import type { DomainEvent } from './catalogue/index.ts';
-import { eventAdmission, type InadmissibleCode, type RawEventMessage } from './event-admission.ts';
+import type { EventAdmission, InadmissibleCode, RawEventMessage } from './event-admission.ts';
 
 /** What a reader may do with a stored message: use it, or show/skip it as corrupt. */
 export type AdmittedEvent =
@@ -12,8 +12,8 @@ export type AdmittedEvent =
  * signature), as a value rather than a throw, so one bad message is shown or skipped and
  * the reader goes on. The reason is clipped: it must never echo a large forged payload.
  */
-export function admitRawEvent(raw: RawEventMessage): AdmittedEvent {
-  const result = eventAdmission().tryAdmit(raw);
+export function admitRawEvent(admission: EventAdmission, raw: RawEventMessage): AdmittedEvent {
+  const result = admission.tryAdmit(raw);
   if (result.ok) {
     const { seq, subject, event } = result.stored;
     return { kind: 'event', seq, subject, event: event as unknown as DomainEvent };

@@ -37,14 +37,18 @@ export interface EventEnvelope<TType extends string = string, TData = unknown> {
   readonly data: TData;
   /** Hash of the previous event of the same aggregate; 64 zeros for the first. */
   readonly prev_hash: string;
-  /** SHA-256 over prev_hash and the canonical JSON of every other field. */
+  /** SHA-256 over prev_hash and the canonical JSON of every other field but `signature`. */
   readonly hash: string;
+  /** Id of the Ed25519 key that signed the event; absent on legacy events (docs/events.md, "Signatures"). */
+  readonly key_id?: string;
+  /** Ed25519 signature (base64url) over the canonical JSON of the envelope without `signature`. */
+  readonly signature?: string;
 }
 
 /** An envelope before the store has chained it into its aggregate. */
 export type UnsealedEvent<TType extends string = string, TData = unknown> = Omit<
   EventEnvelope<TType, TData>,
-  'prev_hash' | 'hash'
+  'prev_hash' | 'hash' | 'key_id' | 'signature'
 >;
 
 export const GENESIS_HASH = '0'.repeat(64);

@@ -44,7 +44,7 @@ export class InadmissibleEventError extends Error {
  * message becomes the quarantine detail. Plugged in by the signing module.
  */
 export interface AuthenticityCheck {
-  check(event: EventEnvelope, subject: string): void;
+  check(event: EventEnvelope, subject: string, seq: number): void;
 }
 
 /** A message as it comes off the stream, before anyone believes it. */
@@ -121,7 +121,7 @@ export class EventAdmission {
     if (mismatch) throw new InadmissibleEventError(InadmissibleCode.SubjectMismatch, seq, subject, mismatch);
     if (this.authenticity) {
       try {
-        this.authenticity.check(event, subject);
+        this.authenticity.check(event, subject, seq);
       } catch (error) {
         throw new InadmissibleEventError(InadmissibleCode.Untrusted, seq, subject, error instanceof Error ? error.message : String(error), {
           cause: error,
@@ -159,11 +159,4 @@ function subjectMismatch(event: EventEnvelope, subject: string): string | null {
     return `envelope addresses ${expected.join('.')} but the subject is ${subject}`;
   }
   return null;
-}
-
-let shared: EventAdmission | undefined;
-/** The process-wide admission; the signing module installs its check here with `useAuthenticity`. */
-export function eventAdmission(): EventAdmission {
-  shared ??= new EventAdmission();
-  return shared;
 }

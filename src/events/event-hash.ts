@@ -1,18 +1,25 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { EventEnvelope, UnsealedEvent } from './envelope.ts';
+import type { EventSigner } from './signing/event-signer.ts';
+import { signedBytes } from './signing/signed-bytes.ts';
 
 /**
- * Chains an event to its aggregate's previous event. The hash covers every envelope
- * field in RFC 8785 canonical JSON, so any edit of a stored event — or removal of one
- * before it — breaks the chain from that point on.
+ * Chains an event to its aggregate's previous event and, given a signer, signs it. The hash
+ * covers every envelope field but `signature` (so `key_id` too) in RFC 8785 canonical
+ * JSON, so any edit of a stored event — or removal of one before it — breaks the chain from
+ * that point on. The signature then covers the whole envelope, `hash` included, without
+ * itself. Without a signer the event is sealed as before signing existed (legacy shape).
  */
-export function sealEvent<T extends string, D>(event: UnsealedEvent<T, D>, prevHash: string): EventEnvelope<T, D> {
-  return { ...event, prev_hash: prevHash, hash: computeEventHash(event, prevHash) };
+export function sealEvent<T extends string, D>(event: UnsealedEvent<T, D>, prevHash: string, signer?: EventSigner): EventEnvelope<T, D> {
+  if (!signer) return { ...event, prev_hash: prevHash, hash: computeEventHash(event, prevHash) };
+  const keyed = { ...event, key_id: signer.keyId };
+  const hashed = { ...keyed, prev_hash: prevHash, hash: computeEventHash(keyed, prevHash) };
+  return { ...hashed, signature: signer.sign(signedBytes(hashed)) };
 }
 
-export function computeEventHash(event: UnsealedEvent | EventEnvelope, prevHash: string): string {
-  const { hash: _hash, prev_hash: _prev, ...body } = event as EventEnvelope;
+export function computeEventHash(event: UnsealedEvent | EventEnvelope | (UnsealedEvent & { key_id: string }), prevHash: string): string {
+  const { hash: _hash, prev_hash: _prev, signature: _signature, ...body } = event as EventEnvelope;
   const canonical = canonicalize(body);
   if (canonical === undefined) throw new TypeError('event cannot be canonicalized');
   return createHash('sha256').update(prevHash).update('\n').update(canonical).digest('hex');

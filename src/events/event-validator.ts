@@ -59,6 +59,8 @@ const ENVELOPE_SCHEMA = {
     data: { type: 'object' },
     prev_hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
     hash: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    key_id: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+    signature: { type: 'string', pattern: '^[A-Za-z0-9_-]{86}$' },
   },
 } as const;
 

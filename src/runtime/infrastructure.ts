@@ -9,6 +9,7 @@ import { connectNats } from '../event-store/nats-connection.ts';
 import { SnapshotStore } from '../event-store/snapshot-store.ts';
 import { ensureEventStream } from '../event-store/stream-setup.ts';
 import { Subjects } from '../event-store/subjects.ts';
+import { loadSigningKeys, openEventSigning, publicKeysOnly, type EventSigning } from '../events/signing/event-signing.ts';
 
 /** Connections and stores every role shares; opened once per process. */
 export interface Infrastructure {
@@ -20,6 +21,8 @@ export interface Infrastructure {
   readonly subjects: Subjects;
   readonly writeModel: WriteModel;
   readonly database: DatabaseHandle;
+  /** The signer of every append, the keys this process believes and their verifier. */
+  readonly signing: EventSigning;
   close(): Promise<void>;
 }
 
@@ -29,7 +32,18 @@ export interface Infrastructure {
  *
  * @throws NatsUnreachableError | PostgresUnreachableError with a one-line explanation.
  */
-export async function openInfrastructure(config: Config, clientName: string): Promise<Infrastructure> {
+export interface InfrastructureOptions {
+  /** Where the one-line notice of a newly generated signing key goes. */
+  readonly notice?: (message: string) => void;
+  /** Verify with these public key files only and never touch the private key (offline audit); this process cannot append. */
+  readonly publicKeyFiles?: readonly string[];
+}
+
+export async function openInfrastructure(config: Config, clientName: string, options: InfrastructureOptions = {}): Promise<Infrastructure> {
+  // Key files first: a missing or wrong key is a configuration problem, reported before any connection.
+  const loaded = options.publicKeyFiles
+    ? publicKeysOnly(options.publicKeyFiles)
+    : loadSigningKeys(config, process.cwd(), options.notice ?? ((message) => process.stderr.write(`${message}\n`)));
   const nc = await connectNats(config, clientName);
   let database: DatabaseHandle | undefined;
   try {
@@ -40,7 +54,11 @@ export async function openInfrastructure(config: Config, clientName: string): Pr
     const subjects = new Subjects(config.subjectPrefix);
     await ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas });
     const snapshots = await SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas);
-    const store = new EventStore(js, jsm, config.eventStream);
+    const store = new EventStore(js, jsm, config.eventStream, { signer: loaded.signer });
+    const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded });
+    // From here on every reader of this store believes only events signed by a known key
+    // (or legacy events from before signing); anything else is quarantined or marked.
+    store.admission.useAuthenticity(signing.verifier);
     const writeModel = new WriteModel(store, subjects, snapshots);
     const opened = database;
     return {
@@ -52,6 +70,7 @@ export async function openInfrastructure(config: Config, clientName: string): Pr
       subjects,
       writeModel,
       database: opened,
+      signing,
       close: async () => {
         await nc.drain().catch(() => undefined);
         await opened.close();

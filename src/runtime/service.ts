@@ -25,6 +25,7 @@ import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
+import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { watchNatsServerErrors } from '../event-store/nats-connection.ts';
 import { ReadBarrier } from './read-barrier.ts';
@@ -45,7 +46,7 @@ export interface RunningService {
  * in its own process; none keeps state another copy would need.
  */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`);
+  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`, { notice: (message) => logger.info(message) });
   const { database, store, writeModel, nc, js, jsm, subjects } = infrastructure;
   watchNatsServerErrors(nc, (message) => logger.error({ nats_error: message }, 'NATS refused an operation; if it is a permission, compare deploy/nats/auth.conf with EVENT_STREAM and EVENT_SUBJECT_PREFIX'));
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
@@ -71,6 +72,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         stream: config.eventStream,
         filterSubject: subjects.all,
         projection,
+        admission: store.admission,
         logger,
       });
       await projector.start();
@@ -113,6 +115,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         historyRouter(api),
         killSwitchRouter(api),
         openApiRouter(config),
+        eventSigningKeysRouter(infrastructure.signing),
         metricsRouter(metrics.registry),
       ],
       observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),

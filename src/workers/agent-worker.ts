@@ -61,6 +61,7 @@ export class AgentWorker {
       concurrency: options.concurrency,
       maxDeliveries: options.maxDeliveries ?? 5,
       logger: options.logger,
+      admission: options.infrastructure.store.admission,
       consumer: () => this.ensureConsumer(),
       handle: (message, event) => this.handle(message, event),
       onParked: options.onParked,

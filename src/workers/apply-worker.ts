@@ -56,6 +56,7 @@ export class ApplyWorker {
       concurrency: options.concurrency ?? 4,
       maxDeliveries: options.maxDeliveries ?? 5,
       logger: options.logger,
+      admission: options.infrastructure.store.admission,
       consumer: () => this.ensureConsumer(),
       handle: async (message) => {
         const retryInMs = await this.handle(message);

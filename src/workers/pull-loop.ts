@@ -1,6 +1,7 @@
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import { admitRawEvent } from '../events/admit-raw-event.ts';
+import type { EventAdmission } from '../events/event-admission.ts';
 import type { Logger } from '../log/logger.ts';
 
 /** How a handler is done with a message. */
@@ -35,6 +36,8 @@ export interface PullLoopOptions {
   /** Failed handlings of one message after which it is parked. */
   readonly maxDeliveries: number;
   readonly logger: Logger;
+  /** What to believe of a message (the event store's admission: schema, text, subject, signature). */
+  readonly admission: EventAdmission;
   /** The durable consumer, created when missing; called at start and again after each restart. */
   consumer(): Promise<Consumer>;
   /** Handles one admitted event. Throwing counts as a failure of this message (retried, then parked). */
@@ -145,7 +148,7 @@ export class PullLoop {
   }
 
   private async process(message: JsMsg): Promise<void> {
-    const admitted = admitRawEvent({ seq: message.seq, subject: message.subject, data: message.data });
+    const admitted = admitRawEvent(this.options.admission, { seq: message.seq, subject: message.subject, data: message.data });
     if (admitted.kind === 'corrupt') {
       this.park(message, 'inadmissible', admitted.error);
       return;

@@ -158,10 +158,13 @@ describe('OpenAPI coverage: every route, called live and validated against the d
   });
 
   describe('probes and the document', () => {
-    it('validates /healthz, /readyz, /metrics and /api/v1/openapi.json', async () => {
+    it('validates /healthz, /readyz, /metrics, /api/v1/openapi.json and /api/v1/event-signing-keys', async () => {
       expect((await call('GET', '/healthz')).status).to.equal(200);
       expect((await call('GET', '/readyz')).status).to.equal(200);
       expect((await call('GET', '/api/v1/openapi.json')).status).to.equal(200);
+      const keys = await call('GET', '/api/v1/event-signing-keys');
+      expect(keys.status).to.equal(200);
+      expect(keys.body.data.map((k: { status: string }) => k.status)).to.deep.equal(['current']);
       const metrics = await call('GET', '/metrics');
       expect(metrics.status).to.equal(200);
       expect(metrics.text).to.match(/^# HELP /m);

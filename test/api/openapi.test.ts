@@ -24,9 +24,10 @@ const ENDPOINTS = [
   'GET /readyz',
   'GET /metrics',
   'GET /api/v1/openapi.json',
+  'GET /api/v1/event-signing-keys',
 ];
 /** Operations without authentication. */
-const PUBLIC_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/v1/openapi.json'];
+const PUBLIC_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/v1/openapi.json', 'GET /api/v1/event-signing-keys'];
 /** Operations that need more than a read key, with the scope they need. */
 const SCOPED_OPERATIONS = {
   'POST /api/v1/accounts/{projectId}/campaigns/{campaignId}/target': 'write',
@@ -111,7 +112,7 @@ describe('OpenAPI document', function () {
     }
   });
 
-  it('declares every path parameter of a template, and requires bearer auth everywhere but the probes and itself', () => {
+  it('declares every path parameter of a template, and requires bearer auth everywhere but the probes, itself and the public signing keys', () => {
     const publicOperations = PUBLIC_OPERATIONS;
     expect(served.components.securitySchemes.bearerAuth).to.include({ type: 'http', scheme: 'bearer' });
     expect(served.security).to.deep.equal([{ bearerAuth: [] }]);

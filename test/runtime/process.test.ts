@@ -31,6 +31,7 @@ function envOf(config: ReturnType<typeof isolatedConfig>, port: number): Record<
     DATABASE_SCHEMA: config.databaseSchema,
     EVENT_STREAM: config.eventStream,
     EVENT_SUBJECT_PREFIX: config.subjectPrefix,
+    EVENT_SIGNING_KEY_FILE: config.eventSigningKeyFile ?? '',
   };
 }
 

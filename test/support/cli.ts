@@ -18,6 +18,8 @@ export function serviceEnv(config: Config): Record<string, string> {
     EVENT_SUBJECT_PREFIX: config.subjectPrefix,
     PUBLIC_BASE_URL: config.publicBaseUrl,
     LOG_LEVEL: 'silent',
+    ...(config.eventSigningKeyFile ? { EVENT_SIGNING_KEY_FILE: config.eventSigningKeyFile } : {}),
+    ...(config.eventSigningRetiredPublicKeys ? { EVENT_SIGNING_RETIRED_PUBLIC_KEYS: config.eventSigningRetiredPublicKeys } : {}),
   };
 }
 

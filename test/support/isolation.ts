@@ -1,4 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config/config.ts';
@@ -10,6 +13,23 @@ export const TEST_NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 const TEST_NATS_ACCESS = Object.fromEntries(
   ['NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN', 'NATS_CREDS', 'NATS_TLS_CA'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])),
 );
+
+let testKeyFile: string | undefined;
+/**
+ * One Ed25519 signing key per test process, in a temporary directory: tests must not
+ * generate the development key into the repository.
+ */
+export function testSigningKeyFile(): string {
+  testKeyFile ??= writeTestSigningKey();
+  return testKeyFile;
+}
+
+/** A fresh PKCS#8 PEM Ed25519 key in a temporary directory; its path. */
+export function writeTestSigningKey(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'adsagent-key-')), 'event-signing-key.pem');
+  writeFileSync(path, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+  return path;
+}
 
 /**
  * A configuration no other test file shares: its own stream, subject prefix and
@@ -29,16 +49,17 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
     PUBLIC_BASE_URL: 'http://api.test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHUTDOWN_GRACE_MS: '2000',
+    EVENT_SIGNING_KEY_FILE: testSigningKeyFile(),
     ...overrides,
   });
 }
 
-/** Deletes what an isolated configuration created: stream, snapshot bucket, schema. */
+/** Deletes what an isolated configuration created: stream, snapshot and signing buckets, schema. */
 export async function dropIsolated(config: Config): Promise<void> {
   const nc = await connectNats(config, 'test-cleanup');
   try {
     const jsm = await jetstreamManager(nc);
-    for (const name of [config.eventStream, `KV_${config.eventStream}_snapshots`]) {
+    for (const name of [config.eventStream, `KV_${config.eventStream}_snapshots`, `KV_${config.eventStream}_signing`]) {
       await jsm.streams.delete(name).catch(() => undefined);
     }
   } finally {

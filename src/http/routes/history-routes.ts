@@ -122,7 +122,7 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
         break;
       }
       scanned++;
-      const admitted = admitRawEvent(raw);
+      const admitted = admitRawEvent(api.writeModel.store.admission, raw);
       let entry: Record<string, unknown> | CorruptEntry;
       if (admitted.kind === 'corrupt') {
         entry = { seq: admitted.seq, subject: admitted.subject, corrupt: true, code: admitted.code, error: admitted.error };

@@ -97,7 +97,7 @@ export function runEventsRouter(api: ApiContext, shutdown: AbortSignal, js: JetS
     void (async () => {
       try {
         for await (const raw of followRaw(js, api.config.eventStream, filter, from, controller.signal)) {
-          const admitted = admitRawEvent(raw);
+          const admitted = admitRawEvent(api.writeModel.store.admission, raw);
           if (admitted.kind === 'corrupt') {
             // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
             body.write(`: skipped a corrupt stored message (${admitted.code})\nid: ${raw.seq}\n\n`);

@@ -1,0 +1,18 @@
+import { createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { keyIdOf } from './signing-keys.ts';
+
+/** Signs bytes with the process's Ed25519 private key; the store calls it for every append. */
+export class EventSigner {
+  readonly keyId: string;
+  readonly publicKey: KeyObject;
+
+  constructor(private readonly privateKey: KeyObject) {
+    this.publicKey = createPublicKey(privateKey);
+    this.keyId = keyIdOf(this.publicKey);
+  }
+
+  /** Ed25519 (pure, no prehash) signature as unpadded base64url: 86 characters. */
+  sign(bytes: Buffer): string {
+    return sign(null, bytes, this.privateKey).toString('base64url');
+  }
+}
