@@ -35,7 +35,7 @@ describe('a forged ApiKeyIssued published straight to NATS', function () {
 
     const withForgedKey = await svc.request('GET', '/api/v1/accounts', { key: forged.key });
     expect(withForgedKey.status, 'the forged admin key must not authenticate').to.equal(401);
-    const killSwitch = await svc.request('POST', '/api/v1/workspace/kill-switch', { key: forged.key, body: { reason: 'pwned' } });
+    const killSwitch = await svc.request('POST', '/api/v1/workspace/kill-switch/engage', { key: forged.key, body: { reason: 'pwned' } });
     expect(killSwitch.status).to.equal(401);
 
     const file = join(mkdtempSync(join(tmpdir(), 'adsagent-forged-')), 'keys.pem');

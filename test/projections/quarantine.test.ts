@@ -74,12 +74,12 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     return (await infra.js.publish(subject, text)).seq;
   };
   /**
-   * Chained like the store would, except where the canonical JSON of the hash cannot be
+   * Chained and signed like the store would, except where the canonical JSON of the hash cannot be
    * made at all (a lone surrogate): a forger would then put any hash there.
    */
   const sealed = (event: UnsealedEvent) => {
     try {
-      return sealEvent(event, GENESIS_HASH);
+      return sealEvent(event, GENESIS_HASH, infra.signing.signer);
     } catch {
       return { ...event, prev_hash: GENESIS_HASH, hash: 'f'.repeat(64) };
     }
@@ -96,6 +96,7 @@ describe('projection quarantine: one bad event is parked, the projector stays li
       stream: config.eventStream,
       filterSubject: infra.subjects.all,
       projection,
+      admission: infra.store.admission,
       logger: createLogger('silent'),
       batchSize,
     });
