@@ -70,6 +70,8 @@ export class Projector {
   private readonly batchSize: number;
 
   private readonly admission: EventAdmission;
+  /** Times the subscription ended unasked and was made again (see superviseSubscription). */
+  private restarts = 0;
 
   constructor(private readonly options: ProjectorOptions) {
     this.admission = options.admission ?? new EventAdmission();
@@ -85,28 +87,77 @@ export class Projector {
     return this.status;
   }
 
+  /** How often the subscription ended unasked and was made again. */
+  get subscriptionRestarts(): number {
+    return this.restarts;
+  }
+
   async start(): Promise<void> {
     const { db, projection } = this.options;
     const checkpoint = await ensureProjectionTables(db, projection);
     this.status = { ...this.status, lastSeq: checkpoint };
+    await this.subscribe(checkpoint);
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  private async subscribe(checkpoint: number): Promise<void> {
     await this.ensureConsumer(checkpoint);
     const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
-    this.messages = await consumer.consume({
+    const messages = await consumer.consume({
       max_messages: this.batchSize * 2,
       callback: (message) => {
         this.buffer.push(message);
         this.wake?.();
       },
     });
-    this.running = true;
-    this.loop = this.run();
+    this.messages = messages;
+    void this.superviseSubscription(messages);
+  }
+
+  /**
+   * The subscription can end without anyone asking: the durable consumer was deleted on the
+   * server, or the stream went away and came back. A projector that silently stopped
+   * receiving would look healthy while its read model froze, so the end is logged and the
+   * subscription is made again from the checkpoint, with backoff, until `stop()`.
+   */
+  private async superviseSubscription(messages: ConsumerMessages): Promise<void> {
+    (async () => {
+      for await (const status of messages.status()) {
+        if (status.type === 'consumer_deleted' || status.type === 'consumer_not_found') {
+          messages.stop();
+          return;
+        }
+      }
+    })().catch(() => undefined);
+    const ended = await messages.closed().catch((error: unknown) => error);
+    for (let attempt = 0; this.running && this.messages === messages; attempt++) {
+      this.restarts++;
+      const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));
+      this.options.logger.error(
+        { projection: this.status.name, err: ended instanceof Error ? ended.message : 'subscription ended', restart_in_ms: backoff },
+        'projector subscription ended; subscribing again from the checkpoint',
+      );
+      await new Promise((resolve) => setTimeout(resolve, backoff));
+      if (!this.running) return;
+      try {
+        const checkpoint = (await readCheckpoint(this.options.db, this.options.projection.name))?.lastSeq ?? this.status.lastSeq;
+        await this.subscribe(checkpoint);
+        this.options.logger.info({ projection: this.status.name }, 'projector subscribed again');
+        return;
+      } catch (error) {
+        this.options.logger.error({ projection: this.status.name, err: error instanceof Error ? error.message : String(error) }, 'projector could not subscribe again');
+      }
+    }
   }
 
   /** Stops fetching, finishes the batch in hand, and leaves unacknowledged events for the next start. */
   async stop(): Promise<void> {
     this.running = false;
+    const messages = this.messages;
+    this.messages = undefined;
     this.wake?.();
-    await this.messages?.close().catch(() => undefined);
+    await messages?.close().catch(() => undefined);
     await this.loop;
   }
 

@@ -117,4 +117,27 @@ describe('projection runtime', () => {
     expect(rows).to.have.length(head);
     expect(rows.every((r) => r.applied === 1)).to.equal(true);
   });
+  it('subscribes again when its durable consumer is deleted under it, and applies every later event exactly once', async () => {
+    const projector = newProjector(infra);
+    await projector.start();
+    try {
+      const before = await appendEvents(10);
+      await eventually(async () => expect((await ledgerRows(infra.database.db)).filter((r) => before.includes(r.event_id))).to.have.length(10), 10_000);
+
+      // What an operator (or the analytics user, were it allowed) could do: the subscription ends unasked.
+      await infra.jsm.consumers.delete(config.eventStream, projector.consumerName);
+      const after = await appendEvents(10);
+
+      await eventually(async () => {
+        const rows = await ledgerRows(infra.database.db);
+        expect(rows.filter((r) => after.includes(r.event_id))).to.have.length(10);
+      }, 20_000);
+      expect(projector.subscriptionRestarts).to.be.at.least(1);
+      const rows = (await ledgerRows(infra.database.db)).filter((r) => before.includes(r.event_id) || after.includes(r.event_id));
+      expect(rows.map((r) => r.applied)).to.deep.equal(new Array(20).fill(1));
+      expect(projector.currentStatus().stalled).to.equal(false);
+    } finally {
+      await projector.stop();
+    }
+  });
 });
