@@ -1,4 +1,5 @@
 import type { RiskTier } from '../events/catalogue/index.ts';
+import { tokensOf } from '../platform/keyword-match.ts';
 import type { ActionDraft } from './action-draft.ts';
 
 export interface Classification {
@@ -51,6 +52,12 @@ export function classifyAction(draft: ActionDraft): Classification {
       if (share > L.spendShareSafeMax) {
         safe = false;
         reasons.push(`touches ${pct(share)} of the account's 30-day spend (safe maximum ${pct(L.spendShareSafeMax)})`);
+      }
+      const wordless = keywords.filter((k) => tokensOf(k.text).length === 0);
+      if (wordless.length > 0) {
+        // A negative without words matches nothing we can measure: its share of spend would read 0 %.
+        safe = false;
+        reasons.push(`${wordless.length} negative keyword(s) have no letters or digits to match on, so what they block cannot be measured`);
       }
       if (basis.blocked_keywords.length > 0) {
         safe = false;

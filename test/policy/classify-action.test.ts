@@ -34,6 +34,20 @@ describe('safe-apply policy classification', () => {
     expect(tier(negatives(3, { campaign_status: 'removed' }))).to.equal('blocked');
   });
 
+  it('negative keywords without any letter or digit are review, never safe (their blocked spend cannot be measured)', () => {
+    const wordless: ActionDraft = {
+      kind: 'add_negative_keywords',
+      params: { campaign_id: 'c', keywords: [{ text: 'tent', match_type: 'phrase' }, { text: '🔥!!', match_type: 'broad' }] },
+      based_on: { campaign_status: 'enabled', matched_cost_30d: 0, matched_conversions_30d: 0, account_cost_30d: 10_000, blocked_keywords: [] },
+    };
+    const result = classifyAction(wordless);
+    expect(result.risk_tier).to.equal('review');
+    expect(result.policy_reasons.join(' ')).to.include('no letters or digits');
+    // Any script counts as words.
+    const cyrillic: ActionDraft = { ...wordless, params: { campaign_id: 'c', keywords: [{ text: 'бесплатно', match_type: 'phrase' }] } };
+    expect(tier(cyrillic)).to.equal('safe');
+  });
+
   it('budgets: safe within ±20 %, review within ±100 %, blocked beyond or not positive', () => {
     expect(tier(budget(100, 120))).to.equal('safe');
     expect(tier(budget(100, 80))).to.equal('safe');

@@ -22,6 +22,7 @@ class FlakyPlatform implements AdsPlatform {
   campaignPerformance: AdsPlatform['campaignPerformance'] = (...args) => this.inner.campaignPerformance(...args);
   listKeywords: AdsPlatform['listKeywords'] = (...args) => this.inner.listKeywords(...args);
   searchTerms: AdsPlatform['searchTerms'] = (...args) => this.inner.searchTerms(...args);
+  searchTermTotals: AdsPlatform['searchTermTotals'] = (...args) => this.inner.searchTermTotals(...args);
   listNegativeKeywords: AdsPlatform['listNegativeKeywords'] = (...args) => this.inner.listNegativeKeywords(...args);
   async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     if (this.failuresLeft > 0) {
