@@ -21,10 +21,12 @@ import { decideProposeAction, type ProposeAction } from './action/propose-action
 import {
   decideApproveAction,
   decideFinishApply,
+  decideHeartbeatApply,
   decideRejectAction,
   decideStartApply,
   type ApproveAction,
   type FinishApply,
+  type HeartbeatApply,
   type RejectAction,
   type StartApply,
 } from './action/action-lifecycle.ts';
@@ -158,6 +160,10 @@ export class WriteModel {
 
   startApply(command: StartApply): Promise<CommandResult<ActionState>> {
     return this.onAction(command, decideStartApply);
+  }
+
+  heartbeatApply(command: HeartbeatApply): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideHeartbeatApply);
   }
 
   finishApply(command: FinishApply): Promise<CommandResult<ActionState>> {

@@ -1,8 +1,10 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { WriteModel } from '../../commands/write-model.ts';
 import { AUTO_APPLY_DAILY_CAP, AutoApplyCapReachedError } from '../../commands/quota/auto-apply-quota.ts';
-import type { CommandMeta } from '../../commands/shared/new-event.ts';
-import type { Disposition, RiskTier } from '../events/catalogue/index.ts';
+import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
+import { ValidationError } from '../errors/common-errors.ts';
+import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
+import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { ActionDraft } from './action-draft.ts';
 import { classifyAction, type Classification } from './classify-action.ts';
 
@@ -50,23 +52,27 @@ export class ProposalService {
   async propose(request: ProposalRequest): Promise<ActionRepresentation> {
     const classification = classifyAction(request.draft);
     const actionId = uuidv7();
+    const proposal = (disposition: Disposition, reasons: readonly string[]): ActionProposedData => ({
+      action_id: actionId,
+      run_id: request.runId,
+      kind: request.draft.kind,
+      summary: request.summary,
+      reason: request.reason,
+      params: request.draft.params as unknown as Record<string, unknown>,
+      based_on: request.draft.based_on as unknown as Record<string, unknown>,
+      risk_tier: classification.risk_tier,
+      disposition,
+      policy_reasons: [...reasons],
+      auto_apply_requested: request.autoApply,
+    });
+    // Validated before any slot is reserved: a proposal that could never be recorded must
+    // not use up one of the account's auto-apply slots of the day.
+    assertRecordable(request, proposal('queued', classification.policy_reasons));
     const { disposition, reasons } = await this.decideDisposition(request, classification, actionId);
     await this.writeModel.proposeAction({
       workspaceId: request.workspaceId,
       accountId: request.accountId,
-      proposal: {
-        action_id: actionId,
-        run_id: request.runId,
-        kind: request.draft.kind,
-        summary: request.summary,
-        reason: request.reason,
-        params: request.draft.params as unknown as Record<string, unknown>,
-        based_on: request.draft.based_on as unknown as Record<string, unknown>,
-        risk_tier: classification.risk_tier,
-        disposition,
-        policy_reasons: reasons,
-        auto_apply_requested: request.autoApply,
-      },
+      proposal: proposal(disposition, reasons),
       meta: request.meta,
     });
     return {
@@ -110,5 +116,19 @@ export class ProposalService {
       if (error instanceof AutoApplyCapReachedError) return queued(`the daily auto-apply cap of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC) is reached`);
       throw error;
     }
+  }
+}
+
+/** @throws ValidationError when the ActionProposed event could not be stored (e.g. a reason over 2000 characters). */
+function assertRecordable(request: ProposalRequest, proposal: ActionProposedData): void {
+  const address = { workspaceId: request.workspaceId, accountId: request.accountId, aggregate: { type: 'action' as const, id: proposal.action_id } };
+  try {
+    eventValidator().assertValid(newEvent('ActionProposed', proposal, address, request.meta));
+  } catch (error) {
+    if (!(error instanceof EventSchemaError)) throw error;
+    throw new ValidationError(
+      'The proposal cannot be recorded as it is.',
+      error.errors.map((message) => ({ pointer: message.split(' ')[0]!.replace(/^\/data/, '') || '/', message })),
+    );
   }
 }

@@ -1,7 +1,13 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
-import { NothingToApplyError } from '../../commands/action/action-lifecycle.ts';
+import {
+  ApplyClaimHeldError,
+  ApplyClaimLostError,
+  NothingToApplyError,
+  type ApplyResult,
+  type HeartbeatApply,
+} from '../../commands/action/action-lifecycle.ts';
 import { READY_TO_APPLY } from '../../commands/action/action-state.ts';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
@@ -15,6 +21,8 @@ export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
 export const MAX_APPLY_ATTEMPTS = 5;
 const ACK_WAIT_MS = 60_000;
+/** How long a claim is a worker's without a heartbeat; well under ACK_WAIT_MS, so a redelivery after a crash finds it expired. */
+export const DEFAULT_CLAIM_LEASE_MS = 30_000;
 
 export interface ApplyWorkerOptions {
   readonly infrastructure: Infrastructure;
@@ -24,6 +32,8 @@ export interface ApplyWorkerOptions {
   readonly workerId?: string;
   /** Base of the exponential backoff between platform attempts. */
   readonly retryBaseMs?: number;
+  /** A claim's lease; the worker heartbeats every third of it while the platform call runs. */
+  readonly claimLeaseMs?: number;
   /** Told how each attempt ended (metrics). */
   readonly onApplyResult?: (result: 'applied' | 'failed' | 'returned') => void;
 }
@@ -116,8 +126,19 @@ export class ApplyWorker {
     const action = (await writeModel.actions.load(writeModel.actionSubject(workspaceId, accountId, actionId))).state;
     if (!READY_TO_APPLY.includes(action.status as never)) return null;
 
+    const leaseMs = this.options.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+    // Another worker holds a live claim: come back when its lease would have run out.
+    if (action.status === 'applying' && action.claim?.leaseUntil && Date.parse(action.claim.leaseUntil) > Date.now()) {
+      return Math.max(100, Date.parse(action.claim.leaseUntil) - Date.now() + 100);
+    }
+
     const returnToQueue = async (reason: string) => {
-      await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'returned', reason }, meta });
+      try {
+        await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, claimId: null, result: { kind: 'returned', reason }, meta });
+      } catch (error) {
+        if (error instanceof ApplyClaimHeldError) return Math.max(100, Date.parse(error.leaseUntil) - Date.now() + 100);
+        throw error;
+      }
       this.options.logger.info({ action_id: actionId, reason }, 'action returned to the queue');
       this.options.onApplyResult?.('returned');
       return null;
@@ -133,27 +154,71 @@ export class ApplyWorker {
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
 
+    const claimId = uuidv4();
+    const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
     let attempt: number;
     try {
-      const claimed = await writeModel.startApply({ workspaceId, accountId, actionId, workerId: this.workerId, meta });
+      const claimed = await writeModel.startApply({ ...onAction, claimId, leaseMs });
       attempt = claimed.state.attempts;
     } catch (error) {
       if (error instanceof NothingToApplyError) return null;
+      if (error instanceof ApplyClaimHeldError) return Math.max(100, Date.parse(error.leaseUntil) - Date.now() + 100);
       throw error;
     }
+    const finish = async (result: ApplyResult): Promise<boolean> => {
+      try {
+        await writeModel.finishApply({ ...onAction, claimId, result });
+        return true;
+      } catch (error) {
+        if (!(error instanceof ApplyClaimLostError)) throw error;
+        // Our lease ran out and another worker took over: its attempt decides the outcome.
+        this.options.logger.warn({ action_id: actionId, claim_id: claimId }, 'apply claim lost before the attempt was recorded');
+        return false;
+      }
+    };
+
+    const heartbeat = this.heartbeat(message, { ...onAction, claimId, leaseMs });
     try {
       await this.options.platform.applyChange(account, recheck.change);
     } catch (error) {
+      heartbeat.stop();
       const detail = error instanceof Error ? error.message : String(error);
       const willRetry = attempt < MAX_APPLY_ATTEMPTS;
-      await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'failed', error: detail, willRetry }, meta });
+      if (!(await finish({ kind: 'failed', error: detail, willRetry }))) return null;
       this.options.logger.warn({ action_id: actionId, attempt, err: detail, will_retry: willRetry }, 'platform call failed');
       this.options.onApplyResult?.(willRetry ? 'failed' : 'returned');
       return willRetry ? (this.options.retryBaseMs ?? 1000) * 2 ** (attempt - 1) : null;
     }
-    await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'applied' }, meta });
+    heartbeat.stop();
+    if (!(await finish({ kind: 'applied' }))) return null;
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
     this.options.onApplyResult?.('applied');
     return null;
+  }
+
+  /**
+   * While the platform call runs: tells NATS the message is in progress (no redelivery) and
+   * extends the claim's lease, every third of the lease. A refused heartbeat means the claim
+   * was lost; the call cannot be taken back (it is idempotent), and the finish will be refused.
+   */
+  private heartbeat(message: JsMsg, command: HeartbeatApply): { stop(): void } {
+    let stopped = false;
+    const beat = async () => {
+      message.working();
+      try {
+        await this.options.infrastructure.writeModel.heartbeatApply(command);
+      } catch (error) {
+        this.options.logger.warn({ action_id: command.actionId, err: error instanceof Error ? error.message : String(error) }, 'apply claim heartbeat failed');
+      }
+    };
+    const timer = setInterval(() => {
+      if (!stopped) void beat();
+    }, Math.max(50, Math.floor(command.leaseMs / 3)));
+    return {
+      stop: () => {
+        stopped = true;
+        clearInterval(timer);
+      },
+    };
   }
 }

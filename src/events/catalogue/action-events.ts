@@ -23,6 +23,15 @@ export interface ActionRejectedData {
 export interface ActionApplyStartedData {
   readonly worker_id: string;
   readonly attempt: number;
+  /** v2: names this claim; only its holder may heartbeat or finish the attempt. */
+  readonly claim_id?: string;
+  /** v2: the claim is the worker's until then (ISO time); a heartbeat extends it. v1 claims have no lease. */
+  readonly lease_until?: string;
+}
+export interface ActionApplyHeartbeatData {
+  readonly worker_id: string;
+  readonly claim_id: string;
+  readonly lease_until: string;
 }
 export interface ActionAppliedData {
   readonly worker_id: string;
@@ -44,6 +53,7 @@ export type AutoApplySlotReserved = EventEnvelope<'AutoApplySlotReserved', AutoA
 export type ActionApproved = EventEnvelope<'ActionApproved', ActionApprovedData>;
 export type ActionRejected = EventEnvelope<'ActionRejected', ActionRejectedData>;
 export type ActionApplyStarted = EventEnvelope<'ActionApplyStarted', ActionApplyStartedData>;
+export type ActionApplyHeartbeat = EventEnvelope<'ActionApplyHeartbeat', ActionApplyHeartbeatData>;
 export type ActionApplied = EventEnvelope<'ActionApplied', ActionAppliedData>;
 export type ActionApplyFailed = EventEnvelope<'ActionApplyFailed', ActionApplyFailedData>;
 export type ActionReturnedToQueue = EventEnvelope<'ActionReturnedToQueue', ActionReturnedToQueueData>;
@@ -53,6 +63,7 @@ export type ActionLifecycleEvent =
   | ActionApproved
   | ActionRejected
   | ActionApplyStarted
+  | ActionApplyHeartbeat
   | ActionApplied
   | ActionApplyFailed
   | ActionReturnedToQueue;
@@ -99,6 +110,26 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'action',
     description: 'An apply worker passed the re-check and is applying the change on the platform.',
     data: object({ worker_id: str({ minLength: 1 }), attempt: int(1) }),
+  },
+  {
+    type: 'ActionApplyStarted',
+    version: 2,
+    aggregate: 'action',
+    description:
+      'An apply worker passed the re-check and claimed the action until lease_until. While the lease runs no other worker can claim it; only the holder of claim_id can record how the attempt ended.',
+    data: object({
+      worker_id: str({ minLength: 1 }),
+      attempt: int(1),
+      claim_id: id(),
+      lease_until: str({ format: 'date-time' }),
+    }),
+  },
+  {
+    type: 'ActionApplyHeartbeat',
+    version: 1,
+    aggregate: 'action',
+    description: 'The apply worker holding claim_id is still waiting for the platform; its lease now runs until lease_until.',
+    data: object({ worker_id: str({ minLength: 1 }), claim_id: id(), lease_until: str({ format: 'date-time' }) }),
   },
   {
     type: 'ActionApplied',
