@@ -32,6 +32,8 @@ export interface ActionState {
   readonly params: Record<string, unknown>;
   readonly basedOn: Record<string, unknown>;
   readonly runId: string | null;
+  /** When it was proposed (ISO): the UTC day whose quota its auto-apply slot counts against. */
+  readonly proposedAt: string | null;
   /** The claim of the attempt in progress while `applying`; null otherwise. */
   readonly claim: ApplyClaim | null;
 }
@@ -48,6 +50,7 @@ export const actionFolder = {
     params: {},
     basedOn: {},
     runId: null,
+    proposedAt: null,
     claim: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
@@ -63,6 +66,7 @@ export const actionFolder = {
           params: event.data.params,
           basedOn: event.data.based_on,
           runId: event.data.run_id,
+          proposedAt: event.time,
         };
       case 'ActionApproved':
         return { ...state, status: 'approved', autoApplied: false };

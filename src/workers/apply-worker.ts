@@ -8,13 +8,16 @@ import {
   type ApplyResult,
   type HeartbeatApply,
 } from '../../commands/action/action-lifecycle.ts';
-import { READY_TO_APPLY } from '../../commands/action/action-state.ts';
+import { READY_TO_APPLY, type ActionState } from '../../commands/action/action-state.ts';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import { parseEvent } from '../event-store/event-store.ts';
 import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { classifyAction } from '../policy/classify-action.ts';
+import { liveDraft } from '../policy/live-draft.ts';
+import { PolicyContextReader } from '../policy/policy-context.ts';
 import { recheckAction } from './apply-recheck.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
@@ -50,12 +53,14 @@ export interface ApplyWorkerOptions {
 export class ApplyWorker {
   readonly workerId: string;
   private readonly actor: Actor;
+  private readonly policyContext: PolicyContextReader;
   private running = false;
   private loops: Promise<void>[] = [];
 
   constructor(private readonly options: ApplyWorkerOptions) {
     this.workerId = options.workerId ?? `apply:${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
+    this.policyContext = new PolicyContextReader(options.infrastructure.writeModel, options.infrastructure.database.db);
   }
 
   async start(): Promise<void> {
@@ -153,6 +158,10 @@ export class ApplyWorker {
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
+    if (action.autoApplied) {
+      const notSafe = await this.reclassify(workspaceId, accountId, account, actionId, action);
+      if (notSafe) return returnToQueue(notSafe);
+    }
 
     const claimId = uuidv4();
     const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
@@ -194,6 +203,23 @@ export class ApplyWorker {
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
     this.options.onApplyResult?.('applied');
     return null;
+  }
+
+  /**
+   * Auto-applied actions are classified again right before they go live, against the
+   * platform's live values, the day's band and the learning period: what was safe when
+   * proposed may not be any more (a matched search term converted, another change to the
+   * campaign went live). @returns why it is no longer safe, or null when it still is.
+   */
+  private async reclassify(workspaceId: string, accountId: string, account: PlatformAccountRef, actionId: string, action: ActionState): Promise<string | null> {
+    const now = new Date();
+    const draft = await liveDraft(this.options.platform, account, action, now);
+    if (!draft) return 'what the action changes no longer exists on the platform';
+    const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
+    const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId });
+    const classification = classifyAction(draft, context);
+    if (classification.risk_tier === 'safe') return null;
+    return `no longer safe at apply time (${classification.risk_tier}): ${classification.policy_reasons.join('; ')}`;
   }
 
   /**

@@ -165,12 +165,21 @@ describe('apply worker: platform failures and competing workers', function () {
   });
 
   describe('claims (docs/policy.md, "Apply worker")', () => {
+    // Each test on a tenant of its own: an applied target change puts a campaign in its learning period.
+    let tenant: TestTenant;
+    beforeEach(async () => {
+      tenant = await svc.tenant('claims');
+    });
     const onAction = (actionId: string) => ({
       workspaceId: tenant.workspaceId,
       accountId: tenant.accounts.sandbox,
       actionId,
       meta: { actor: { kind: 'worker' as const, id: 'test' }, correlationId: actionId },
     });
+    const historyOf = async (accountId: string, actionId: string) => {
+      const page = await api(svc, 'GET', `/api/v1/accounts/${accountId}/history?limit=500`, { key: tenant.keys.read });
+      return (page.body.data as { type: string; aggregate: { id: string }; data: any }[]).filter((e) => e.aggregate.id === actionId);
+    };
     const autoApplied = async (factor: number) => {
       const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
       const target = cents(cpa.bidding_strategy.target_cpa! * factor);
@@ -191,9 +200,6 @@ describe('apply worker: platform failures and competing workers', function () {
       for (const refusal of refusals) expect(refusal.reason).to.be.instanceOf(ApplyClaimHeldError);
       const started = (await historyOf(tenant.accounts.sandbox, action.id)).filter((e) => e.type === 'ActionApplyStarted');
       expect(started).to.have.length(1);
-      // Release the claim for the tests after this one: return the action with the winner's claim.
-      const winner = (await writeModel.actions.load(writeModel.actionSubject(tenant.workspaceId, tenant.accounts.sandbox, action.id))).state.claim!;
-      await writeModel.finishApply({ ...onAction(action.id), workerId: winner.workerId, claimId: winner.id, result: { kind: 'returned', reason: 'test done' } });
     });
 
     it('crash: a worker died holding the claim; after its lease another worker applies it once, and the dead claim cannot finish', async () => {

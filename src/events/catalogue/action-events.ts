@@ -1,5 +1,5 @@
 import type { EventEnvelope } from '../envelope.ts';
-import { bool, id, int, object, str, type EventDefinition } from './schema-helpers.ts';
+import { bool, enumOf, id, int, object, str, type EventDefinition } from './schema-helpers.ts';
 
 export interface KillSwitchEngagedData {
   readonly reason: string;
@@ -13,6 +13,15 @@ export interface AutoApplySlotReservedData {
   readonly day: string;
   /** 1-based: this reservation is the n-th of the day; never above the cap. */
   readonly slot: number;
+  /** v2, budget and target changes: the day's first value of the campaign field, and the value this action sets. */
+  readonly band?: {
+    readonly campaign_id: string;
+    readonly field: 'daily_budget' | 'target_cpa' | 'target_roas_pct';
+    readonly baseline: number;
+    readonly value: number;
+  };
+  /** v2, negatives and pauses: the share (fraction) of the account's 30-day spend the action touches. */
+  readonly spend_share?: number;
 }
 export interface ActionApprovedData {
   readonly note: string;
@@ -89,6 +98,28 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'quota',
     description: "One of the account's 20 auto-apply slots of a UTC day was taken by an action. The quota subject of a day makes the cap exact under concurrency.",
     data: object({ action_id: id(), day: str({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }), slot: int(1) }),
+  },
+  {
+    type: 'AutoApplySlotReserved',
+    version: 2,
+    aggregate: 'quota',
+    description:
+      "One of the account's 20 auto-apply slots of a UTC day was taken by an action. A budget or target change also records the day's first value of the campaign field (baseline, recorded once) and the value it sets; a negative or pause records the share of 30-day spend it touches. The quota subject of a day makes all three exact under concurrency.",
+    data: object(
+      {
+        action_id: id(),
+        day: str({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+        slot: int(1),
+        band: object({
+          campaign_id: id(),
+          field: enumOf(['daily_budget', 'target_cpa', 'target_roas_pct']),
+          baseline: { type: 'number', exclusiveMinimum: 0 },
+          value: { type: 'number', exclusiveMinimum: 0 },
+        }),
+        spend_share: { type: 'number', minimum: 0 },
+      },
+      ['band', 'spend_share'],
+    ),
   },
   {
     type: 'ActionApproved',
