@@ -20,6 +20,18 @@ export class ActionNotInQueueError extends ProblemError {
   }
 }
 
+export class DistinctApproverRequiredError extends ProblemError {
+  constructor(actionId: string, keyId: string) {
+    super({
+      type: 'distinct-approver-required',
+      status: 403,
+      title: 'Another key must approve this action',
+      detail: `The workspace requires a distinct approver: API key ${keyId} proposed action ${actionId} (or started the run that proposed it) and cannot approve it.`,
+      extensions: { proposer_key_id: keyId },
+    });
+  }
+}
+
 /** The apply worker has nothing to do for this action (already applied, rejected, ...). */
 export class NothingToApplyError extends Error {
   constructor(readonly actionId: string, readonly status: string) {
@@ -48,8 +60,17 @@ export interface ApproveAction extends OnAction {
   readonly note: string;
 }
 
-export function decideApproveAction(command: ApproveAction, state: ActionState) {
+/** What the workspace says about who may approve; the write model reads it from the workspace aggregate. */
+export interface ApprovalRules {
+  readonly requireDistinctApprover: boolean;
+}
+
+export function decideApproveAction(command: ApproveAction & ApprovalRules, state: ActionState) {
   awaitingApproval(command, state);
+  const approver = command.meta.actor;
+  if (command.requireDistinctApprover && approver.kind === 'api_key' && state.proposerKeyId === approver.id) {
+    throw new DistinctApproverRequiredError(command.actionId, approver.id);
+  }
   return [newEvent('ActionApproved', { note: command.note }, address(command), command.meta)];
 }
 

@@ -34,6 +34,8 @@ export interface ActionState {
   readonly runId: string | null;
   /** When it was proposed (ISO): the UTC day whose quota its auto-apply slot counts against. */
   readonly proposedAt: string | null;
+  /** The API key behind the proposal (the endpoint's caller, or the key that started the run); null when not known (v1 events of runs). */
+  readonly proposerKeyId: string | null;
   /** The claim of the attempt in progress while `applying`; null otherwise. */
   readonly claim: ApplyClaim | null;
 }
@@ -51,6 +53,7 @@ export const actionFolder = {
     basedOn: {},
     runId: null,
     proposedAt: null,
+    proposerKeyId: null,
     claim: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
@@ -67,6 +70,7 @@ export const actionFolder = {
           basedOn: event.data.based_on,
           runId: event.data.run_id,
           proposedAt: event.time,
+          proposerKeyId: event.data.proposer_key_id ?? (event.actor.kind === 'api_key' ? event.actor.id : null),
         };
       case 'ActionApproved':
         return { ...state, status: 'approved', autoApplied: false };

@@ -73,6 +73,7 @@ export class ProposalService {
     const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
     const classified = classifyAction(request.draft, context);
     const actionId = uuidv7();
+    const proposerKeyId = await this.proposerKeyOf(request);
     const proposal = (riskTier: RiskTier, disposition: Disposition, reasons: readonly string[]): ActionProposedData => ({
       action_id: actionId,
       run_id: request.runId,
@@ -85,6 +86,7 @@ export class ProposalService {
       disposition,
       policy_reasons: [...reasons],
       auto_apply_requested: request.autoApply,
+      proposer_key_id: proposerKeyId,
     });
     // Validated before any slot is reserved: a proposal that could never be recorded must
     // not use up one of the account's auto-apply slots of the day.
@@ -105,6 +107,19 @@ export class ProposalService {
       policy_reasons: reasons,
       approvals_url: approvalsUrl(this.publicBaseUrl, request.accountId),
     };
+  }
+
+  /**
+   * The API key behind a proposal, for the distinct-approver rule: the key that called the
+   * endpoint, or the key that started the run (read from the account aggregate, where the
+   * proposing run is the active one).
+   */
+  private async proposerKeyOf(request: ProposalRequest): Promise<string | null> {
+    if (request.meta.actor.kind === 'api_key') return request.meta.actor.id;
+    if (request.runId === null) return null;
+    const account = await this.writeModel.accounts.load(this.writeModel.accountSubject(request.workspaceId, request.accountId));
+    const active = account.state.activeRun;
+    return active && active.runId === request.runId ? active.keyId : null;
   }
 
   private async decideDisposition(
