@@ -37,6 +37,8 @@ export interface ApplyWorkerOptions {
   readonly retryBaseMs?: number;
   /** A claim's lease; the worker heartbeats every third of it while the platform call runs. */
   readonly claimLeaseMs?: number;
+  /** The policy's clock for the apply-time classification (learning period, 30-day window); leases use real time. */
+  readonly clock?: () => Date;
   /** Told how each attempt ended (metrics). */
   readonly onApplyResult?: (result: 'applied' | 'failed' | 'returned') => void;
 }
@@ -212,7 +214,7 @@ export class ApplyWorker {
    * campaign went live). @returns why it is no longer safe, or null when it still is.
    */
   private async reclassify(workspaceId: string, accountId: string, account: PlatformAccountRef, actionId: string, action: ActionState): Promise<string | null> {
-    const now = new Date();
+    const now = this.options.clock?.() ?? new Date();
     const draft = await liveDraft(this.options.platform, account, action, now);
     if (!draft) return 'what the action changes no longer exists on the platform';
     const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
