@@ -72,6 +72,18 @@ export class DayBandExceededError extends Error {
   }
 }
 
+/**
+ * Another budget or target field of the campaign already has an auto-applied change today: the
+ * two would go live together, before either is recorded as applied, so the learning period
+ * (which counts applied changes) could not hold them apart.
+ */
+export class CampaignAlreadyChangedTodayError extends Error {
+  constructor(readonly campaignId: string, readonly otherField: BandedField) {
+    super(`the campaign's ${otherField} already has an auto-applied change today; one budget or target setting per campaign per day is auto-applied (learning period)`);
+    this.name = 'CampaignAlreadyChangedTodayError';
+  }
+}
+
 /** The account's auto-applied negatives and pauses would touch more of its 30-day spend today than the cap. */
 export class DailySpendShareCapError extends Error {
   constructor(readonly used: number, readonly share: number, readonly cap: number) {
@@ -111,6 +123,8 @@ export function decideReserveAutoApplySlot(command: ReserveAutoApplySlot, state:
   let band: { campaign_id: string; field: BandedField; baseline: number; value: number } | undefined;
   let spendShare: number | undefined;
   if (touch.kind === 'band') {
+    const otherField = BANDED_FIELDS.find((field) => field !== touch.field && state.bands[bandKey(touch.campaignId, field)] !== undefined);
+    if (otherField) throw new CampaignAlreadyChangedTodayError(touch.campaignId, otherField);
     const baseline = state.bands[bandKey(touch.campaignId, touch.field)]?.baseline ?? touch.current;
     if (!(baseline > 0) || Math.abs((touch.next - baseline) / baseline) > touch.safeMax + EPSILON) {
       throw new DayBandExceededError(touch.field, baseline, touch.next, touch.safeMax);

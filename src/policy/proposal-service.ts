@@ -4,6 +4,7 @@ import type { WriteModel } from '../../commands/write-model.ts';
 import {
   AUTO_APPLY_DAILY_CAP,
   AutoApplyCapReachedError,
+  CampaignAlreadyChangedTodayError,
   DailySpendShareCapError,
   DayBandExceededError,
 } from '../../commands/quota/auto-apply-quota.ts';
@@ -156,6 +157,7 @@ export class ProposalService {
       if (error instanceof AutoApplyCapReachedError) return queued(`the daily auto-apply cap of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC) is reached`);
       // A concurrent proposal recorded the day's first value before this one: measured from it, the change is not safe.
       if (error instanceof DayBandExceededError) return queued(`${error.message}; not safe, queued for approval`, 'review');
+      if (error instanceof CampaignAlreadyChangedTodayError) return queued(`${error.message}; not safe, queued for approval`, 'review');
       if (error instanceof DailySpendShareCapError) return queued(`${error.message}; queued for approval`);
       throw error;
     }

@@ -1,5 +1,6 @@
 import {
   AutoApplyCapReachedError,
+  CampaignAlreadyChangedTodayError,
   DailySpendShareCapError,
   DayBandExceededError,
   decideReserveAutoApplySlot,
@@ -49,6 +50,13 @@ describe('auto-apply quota of a UTC day (decider specs)', () => {
     spec.given([reserved('a1', 1, { band: { campaign_id: 'c1', field: 'target_cpa', baseline: 100, value: 108 } })]).when(reserve('a2', other)).then([
       { type: 'AutoApplySlotReserved', data: { band: { campaign_id: 'c2', field: 'target_cpa', baseline: 108, value: 116.64 } } },
     ]);
+  });
+
+  it('given an auto-applied target change today, when the same campaign\'s budget reserves, then refused (learning period); another campaign\'s budget fits', () => {
+    const day = [reserved('a1', 1, { band: { campaign_id: 'c1', field: 'target_cpa', baseline: 100, value: 105 } })];
+    const budget = (campaignId: string): AutoApplyTouch => ({ kind: 'band', campaignId, field: 'daily_budget', current: 50, next: 52, safeMax: 0.2 });
+    spec.given(day).when(reserve('a2', budget('c1'))).thenThrows(CampaignAlreadyChangedTodayError);
+    spec.given(day).when(reserve('a2', budget('c2'))).then([{ type: 'AutoApplySlotReserved', data: { slot: 2 } }]);
   });
 
   it('given 6 % of spend touched today, when a negative touching 5 % more reserves, then refused by the daily 10 % cap; 4 % fits', () => {
