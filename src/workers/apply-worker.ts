@@ -27,6 +27,9 @@ const ACK_WAIT_MS = 60_000;
 /** How long a claim is a worker's without a heartbeat; well under ACK_WAIT_MS, so a redelivery after a crash finds it expired. */
 export const DEFAULT_CLAIM_LEASE_MS = 30_000;
 
+/** Delay before a message whose action another worker holds comes back: just after that claim's lease would end. */
+const untilLeaseEnds = (leaseUntil: string) => Math.max(100, Date.parse(leaseUntil) - Date.now() + 100);
+
 export interface ApplyWorkerOptions {
   readonly infrastructure: Infrastructure;
   readonly platform: AdsPlatform;
@@ -45,12 +48,13 @@ export interface ApplyWorkerOptions {
 
 /**
  * The apply-worker role: consumes approved and auto-applied actions, re-checks them (kill
- * switch for auto-applied ones, the auto-apply slot, the platform state the proposal was
- * based on), then claims the action with ActionApplyStarted, applies the change through
- * the platform port and records ActionApplied — or ActionReturnedToQueue with the reason.
- * A failed platform call is recorded and retried with backoff, at most 5 times. Each
- * action is applied at most once per claim; platform changes are idempotent, so a retry
- * after a crash between the call and ActionApplied changes nothing twice.
+ * switch for auto-applied ones, the platform state the proposal was based on), classifies
+ * auto-applied ones again against live values, then claims the action for a lease
+ * (ActionApplyStarted), applies the change through the platform port while heartbeating
+ * the claim, and records ActionApplied — or ActionReturnedToQueue with the reason. A failed
+ * platform call is recorded and retried with backoff, at most 5 times. While a claim is
+ * live nobody else applies the action, and only its holder can record the outcome;
+ * platform changes are idempotent, so a takeover after a crash changes nothing twice.
  */
 export class ApplyWorker {
   readonly workerId: string;
@@ -136,14 +140,14 @@ export class ApplyWorker {
     const leaseMs = this.options.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
     // Another worker holds a live claim: come back when its lease would have run out.
     if (action.status === 'applying' && action.claim?.leaseUntil && Date.parse(action.claim.leaseUntil) > Date.now()) {
-      return Math.max(100, Date.parse(action.claim.leaseUntil) - Date.now() + 100);
+      return untilLeaseEnds(action.claim.leaseUntil);
     }
 
     const returnToQueue = async (reason: string) => {
       try {
         await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, claimId: null, result: { kind: 'returned', reason }, meta });
       } catch (error) {
-        if (error instanceof ApplyClaimHeldError) return Math.max(100, Date.parse(error.leaseUntil) - Date.now() + 100);
+        if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
         throw error;
       }
       this.options.logger.info({ action_id: actionId, reason }, 'action returned to the queue');
@@ -173,7 +177,7 @@ export class ApplyWorker {
       attempt = claimed.state.attempts;
     } catch (error) {
       if (error instanceof NothingToApplyError) return null;
-      if (error instanceof ApplyClaimHeldError) return Math.max(100, Date.parse(error.leaseUntil) - Date.now() + 100);
+      if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
       throw error;
     }
     const finish = async (result: ApplyResult): Promise<boolean> => {
