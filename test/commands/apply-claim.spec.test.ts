@@ -29,7 +29,7 @@ const proposed = recorded('ActionProposed', {
   disposition: 'auto_applied',
   policy_reasons: [],
   auto_apply_requested: true,
-});
+}, { actor: { kind: 'api_key', id: 'k1' } } as never);
 const claimed = (claimId: string, worker: string, attempt: number, leaseUntilSeconds: number) =>
   recorded('ActionApplyStarted', { worker_id: worker, attempt, claim_id: claimId, lease_until: iso(leaseUntilSeconds) });
 const heartbeat = (claimId: string, worker: string, leaseUntilSeconds: number) =>
