@@ -17,7 +17,9 @@ import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.t
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { classifyAction } from '../policy/classify-action.ts';
 import { liveDraft } from '../policy/live-draft.ts';
-import { PolicyContextReader } from '../policy/policy-context.ts';
+import { bandedChange, PolicyContextReader } from '../policy/policy-context.ts';
+import { ReadBarrier } from '../runtime/read-barrier.ts';
+import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
 import { recheckAction } from './apply-recheck.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
@@ -26,6 +28,8 @@ export const MAX_APPLY_ATTEMPTS = 5;
 const ACK_WAIT_MS = 60_000;
 /** How long a claim is a worker's without a heartbeat; well under ACK_WAIT_MS, so a redelivery after a crash finds it expired. */
 export const DEFAULT_CLAIM_LEASE_MS = 30_000;
+/** When the approvals read model lags (projectors down or slow), an auto-applied budget/target change waits this long and is re-checked. */
+const READ_MODEL_RETRY_MS = 2000;
 
 /** Delay before a message whose action another worker holds comes back: just after that claim's lease would end. */
 const untilLeaseEnds = (leaseUntil: string) => Math.max(100, Date.parse(leaseUntil) - Date.now() + 100);
@@ -60,6 +64,7 @@ export class ApplyWorker {
   readonly workerId: string;
   private readonly actor: Actor;
   private readonly policyContext: PolicyContextReader;
+  private readonly barrier: ReadBarrier;
   private running = false;
   private loops: Promise<void>[] = [];
 
@@ -67,6 +72,7 @@ export class ApplyWorker {
     this.workerId = options.workerId ?? `apply:${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
     this.policyContext = new PolicyContextReader(options.infrastructure.writeModel, options.infrastructure.database.db);
+    this.barrier = new ReadBarrier(options.infrastructure.store, options.infrastructure.database.db);
   }
 
   async start(): Promise<void> {
@@ -165,8 +171,9 @@ export class ApplyWorker {
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
     if (action.autoApplied) {
-      const notSafe = await this.reclassify(workspaceId, accountId, account, actionId, action);
-      if (notSafe) return returnToQueue(notSafe);
+      const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
+      if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
+      if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
     }
 
     const claimId = uuidv4();
@@ -215,17 +222,26 @@ export class ApplyWorker {
    * Auto-applied actions are classified again right before they go live, against the
    * platform's live values, the day's band and the learning period: what was safe when
    * proposed may not be any more (a matched search term converted, another change to the
-   * campaign went live). @returns why it is no longer safe, or null when it still is.
+   * campaign went live). `wait` when the approvals read model has not caught up yet.
    */
-  private async reclassify(workspaceId: string, accountId: string, account: PlatformAccountRef, actionId: string, action: ActionState): Promise<string | null> {
+  private async reclassify(
+    workspaceId: string,
+    accountId: string,
+    account: PlatformAccountRef,
+    actionId: string,
+    action: ActionState,
+  ): Promise<{ kind: 'safe' } | { kind: 'not-safe'; reason: string } | { kind: 'wait' }> {
     const now = this.options.clock?.() ?? new Date();
     const draft = await liveDraft(this.options.platform, account, action, now);
-    if (!draft) return 'what the action changes no longer exists on the platform';
+    if (!draft) return { kind: 'not-safe', reason: 'what the action changes no longer exists on the platform' };
+    // The learning period reads applied changes from the approvals read model: it must have
+    // seen everything recorded so far, or a change applied a moment ago would be missed.
+    if (bandedChange(draft) && !(await this.barrier.catchUp(APPROVALS_PROJECTION))) return { kind: 'wait' };
     const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
     const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId });
     const classification = classifyAction(draft, context);
-    if (classification.risk_tier === 'safe') return null;
-    return `no longer safe at apply time (${classification.risk_tier}): ${classification.policy_reasons.join('; ')}`;
+    if (classification.risk_tier === 'safe') return { kind: 'safe' };
+    return { kind: 'not-safe', reason: `no longer safe at apply time (${classification.risk_tier}): ${classification.policy_reasons.join('; ')}` };
   }
 
   /**

@@ -10,7 +10,7 @@ import { ProposalService, type ActionRepresentation } from '../../src/policy/pro
 import { last30Days } from '../../src/agent/tools/date-range.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { cents, PUBLIC_BASE_URL, platformAccount, waitForStatus } from './helpers.ts';
+import { api, approvalsPath, cents, PUBLIC_BASE_URL, platformAccount, waitForStatus } from './helpers.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -41,8 +41,8 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
   });
   after(async () => svc?.stop());
 
-  const startApplyWorker = async () => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent') });
+  const startApplyWorker = async (concurrency?: number) => {
+    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), concurrency });
     await worker.start();
     workers.push(worker);
   };
@@ -232,6 +232,27 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     expect(returned.status_reason).to.include('no longer safe at apply time (review)');
     expect(returned.status_reason).to.include('matching search terms had 2 conversions in 30 days');
     expect((await platform.listNegativeKeywords(f.account, f.cpa.id)).map((n) => n.text)).to.not.include('zzqx tent');
+  });
+
+  it('re-classification at apply time: a change to the campaign that went live first puts the auto-applied one in its learning period → returned', async () => {
+    const f = await fixture('bands-apply-learning');
+    // B: a +30 % budget change (review) that a person approves; not live yet (no worker).
+    const budget = await propose(f, budgetDraft(f.cpa, f.cpa.daily_budget, cents(f.cpa.daily_budget * 1.3)), false);
+    expect(budget.disposition).to.equal('queued');
+    const approved = await api(svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${budget.id}/approve`, { key: f.tenant.keys.admin, body: {} });
+    expect(approved.status, approved.text).to.equal(200);
+    // A: a +5 % target change, safe and auto-applied: nothing was applied to the campaign yet.
+    const target = await propose(f, targetDraft(f.cpa, cents(f.cpa.bidding_strategy.target_cpa! * 1.05)));
+    expect(target.disposition, reasons(target)).to.equal('auto_applied');
+
+    // One message at a time, in stream order: B goes live first, then A is classified again.
+    await startApplyWorker(1);
+    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'applied');
+    const returned = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'returned');
+    expect(returned.status_reason).to.include('no longer safe at apply time (review)');
+    expect(returned.status_reason).to.include(`learning period: this service changed the campaign's budget`);
+    expect(returned.status_reason).to.include(`(action ${budget.id})`);
+    expect((await liveCampaign(f)).bidding_strategy.target_cpa).to.equal(f.cpa.bidding_strategy.target_cpa);
   });
 
   it('a proposal that cannot be recorded is refused before it takes an auto-apply slot', async () => {
