@@ -21,10 +21,12 @@ import { decideProposeAction, type ProposeAction } from './action/propose-action
 import {
   decideApproveAction,
   decideFinishApply,
+  decideHeartbeatApply,
   decideRejectAction,
   decideStartApply,
   type ApproveAction,
   type FinishApply,
+  type HeartbeatApply,
   type RejectAction,
   type StartApply,
 } from './action/action-lifecycle.ts';
@@ -39,9 +41,11 @@ import { decideRecordToolCall, transcriptFolder, type RecordToolCall, type Trans
 import { handleCommand, type CommandResult, type Decide } from './shared/command-handler.ts';
 import {
   decideCreateWorkspace,
+  decideSetDistinctApprover,
   decideSetKillSwitch,
   workspaceFolder,
   type CreateWorkspace,
+  type SetDistinctApprover,
   type SetKillSwitch,
   type WorkspaceState,
 } from './workspace/workspace-decider.ts';
@@ -142,14 +146,20 @@ export class WriteModel {
     return handleCommand(this.store, this.workspaces, this.workspaceSubject(command.workspaceId), command, decideSetKillSwitch, workspaceFolder.evolve);
   }
 
+  setDistinctApprover(command: SetDistinctApprover): Promise<CommandResult<WorkspaceState>> {
+    return handleCommand(this.store, this.workspaces, this.workspaceSubject(command.workspaceId), command, decideSetDistinctApprover, workspaceFolder.evolve);
+  }
+
   reserveAutoApplySlot(command: ReserveAutoApplySlot): Promise<CommandResult<QuotaState>> {
     const subject = this.quotaSubject(command.workspaceId, command.accountId, command.day);
     // Many proposals race for the same day's slots: allow more attempts than usual.
     return handleCommand(this.store, this.quotas, subject, command, decideReserveAutoApplySlot, quotaFolder.evolve, { maxAttempts: 200 });
   }
 
-  approveAction(command: ApproveAction): Promise<CommandResult<ActionState>> {
-    return this.onAction(command, decideApproveAction);
+  /** Reads the workspace's approval rules (distinct approver) and decides on the action. */
+  async approveAction(command: ApproveAction): Promise<CommandResult<ActionState>> {
+    const workspace = await this.workspaces.load(this.workspaceSubject(command.workspaceId));
+    return this.onAction({ ...command, requireDistinctApprover: workspace.state.requireDistinctApprover }, decideApproveAction);
   }
 
   rejectAction(command: RejectAction): Promise<CommandResult<ActionState>> {
@@ -158,6 +168,10 @@ export class WriteModel {
 
   startApply(command: StartApply): Promise<CommandResult<ActionState>> {
     return this.onAction(command, decideStartApply);
+  }
+
+  heartbeatApply(command: HeartbeatApply): Promise<CommandResult<ActionState>> {
+    return this.onAction(command, decideHeartbeatApply);
   }
 
   finishApply(command: FinishApply): Promise<CommandResult<ActionState>> {

@@ -20,6 +20,18 @@ export class ActionNotInQueueError extends ProblemError {
   }
 }
 
+export class DistinctApproverRequiredError extends ProblemError {
+  constructor(actionId: string, keyId: string) {
+    super({
+      type: 'distinct-approver-required',
+      status: 403,
+      title: 'Another key must approve this action',
+      detail: `The workspace requires a distinct approver: API key ${keyId} proposed action ${actionId} (or started the run that proposed it) and cannot approve it.`,
+      extensions: { proposer_key_id: keyId },
+    });
+  }
+}
+
 /** The apply worker has nothing to do for this action (already applied, rejected, ...). */
 export class NothingToApplyError extends Error {
   constructor(readonly actionId: string, readonly status: string) {
@@ -48,8 +60,17 @@ export interface ApproveAction extends OnAction {
   readonly note: string;
 }
 
-export function decideApproveAction(command: ApproveAction, state: ActionState) {
+/** What the workspace says about who may approve; the write model reads it from the workspace aggregate. */
+export interface ApprovalRules {
+  readonly requireDistinctApprover: boolean;
+}
+
+export function decideApproveAction(command: ApproveAction & ApprovalRules, state: ActionState) {
   awaitingApproval(command, state);
+  const approver = command.meta.actor;
+  if (command.requireDistinctApprover && approver.kind === 'api_key' && state.proposerKeyId === approver.id) {
+    throw new DistinctApproverRequiredError(command.actionId, approver.id);
+  }
   return [newEvent('ActionApproved', { note: command.note }, address(command), command.meta)];
 }
 
@@ -62,14 +83,73 @@ export function decideRejectAction(command: RejectAction, state: ActionState) {
   return [newEvent('ActionRejected', { reason: command.reason }, address(command), command.meta)];
 }
 
-export interface StartApply extends OnAction {
-  readonly workerId: string;
+/** Another apply worker's claim on the action is live: nobody else may apply it until the lease ends. */
+export class ApplyClaimHeldError extends Error {
+  constructor(readonly actionId: string, readonly holder: string, readonly leaseUntil: string) {
+    super(`action ${actionId} is being applied by ${holder} (claim leased until ${leaseUntil})`);
+    this.name = 'ApplyClaimHeldError';
+  }
 }
 
-/** Claims an action for applying. `applying` again means the previous attempt's worker died: the change is idempotent, so it is retried. */
+/** The worker's claim is no longer the action's claim (its lease ran out and another worker took over, or the attempt ended). */
+export class ApplyClaimLostError extends Error {
+  constructor(readonly actionId: string, readonly claimId: string) {
+    super(`claim ${claimId} on action ${actionId} is no longer the current claim`);
+    this.name = 'ApplyClaimLostError';
+  }
+}
+
+const nowOf = (meta: CommandMeta) => meta.now ?? new Date();
+
+/** A live claim held by someone: `applying` with a lease that has not run out. */
+function liveClaim(state: ActionState, now: Date) {
+  if (state.status !== 'applying' || state.claim === null || state.claim.leaseUntil === null) return null;
+  return Date.parse(state.claim.leaseUntil) > now.getTime() ? state.claim : null;
+}
+
+export interface StartApply extends OnAction {
+  readonly workerId: string;
+  /** Fresh for every attempt; heartbeats and the finish must name it. */
+  readonly claimId: string;
+  readonly leaseMs: number;
+}
+
+/**
+ * Claims an action for applying, for `leaseMs`. An action in `applying` whose claim is live
+ * cannot be claimed again (ApplyClaimHeldError); once the lease ran out without a heartbeat,
+ * its worker is taken to be dead and the change (idempotent) is retried under a new claim.
+ */
 export function decideStartApply(command: StartApply, state: ActionState) {
   if (!state.exists || !READY_TO_APPLY.includes(state.status as never)) throw new NothingToApplyError(command.actionId, state.status);
-  return [newEvent('ActionApplyStarted', { worker_id: command.workerId, attempt: state.attempts + 1 }, address(command), command.meta)];
+  const now = nowOf(command.meta);
+  const held = liveClaim(state, now);
+  if (held) throw new ApplyClaimHeldError(command.actionId, held.workerId, held.leaseUntil!);
+  return [
+    newEvent(
+      'ActionApplyStarted',
+      {
+        worker_id: command.workerId,
+        attempt: state.attempts + 1,
+        claim_id: command.claimId,
+        lease_until: new Date(now.getTime() + command.leaseMs).toISOString(),
+      },
+      address(command),
+      command.meta,
+    ),
+  ];
+}
+
+export interface HeartbeatApply extends OnAction {
+  readonly workerId: string;
+  readonly claimId: string;
+  readonly leaseMs: number;
+}
+
+/** Extends the lease of the worker's own claim; refused once the claim is not the action's claim any more. */
+export function decideHeartbeatApply(command: HeartbeatApply, state: ActionState) {
+  if (state.status !== 'applying' || state.claim?.id !== command.claimId) throw new ApplyClaimLostError(command.actionId, command.claimId);
+  const leaseUntil = new Date(nowOf(command.meta).getTime() + command.leaseMs).toISOString();
+  return [newEvent('ActionApplyHeartbeat', { worker_id: command.workerId, claim_id: command.claimId, lease_until: leaseUntil }, address(command), command.meta)];
 }
 
 export type ApplyResult =
@@ -79,17 +159,29 @@ export type ApplyResult =
 
 export interface FinishApply extends OnAction {
   readonly workerId: string;
+  /** The claim the attempt ran under; null for a return decided before claiming (re-check, kill switch). */
+  readonly claimId: string | null;
   readonly result: ApplyResult;
 }
 
-/** Records how an apply attempt ended. Only the attempt in progress can end; anything else is a stale redelivery. */
+/**
+ * Records how an apply attempt ended. Only the holder of the current claim can end an
+ * attempt (ApplyClaimLostError otherwise: a worker whose lease ran out and was taken over
+ * must not overwrite the new attempt). A return before claiming cannot pull the action
+ * away from a live claim (ApplyClaimHeldError); a return for an action that already left
+ * the apply path is a stale redelivery and records nothing.
+ */
 export function decideFinishApply(command: FinishApply, state: ActionState) {
   const { result } = command;
-  if (result.kind === 'returned') {
+  if (command.claimId === null) {
     if (!READY_TO_APPLY.includes(state.status as never)) return [];
+    if (result.kind !== 'returned') throw new ApplyClaimLostError(command.actionId, '(none)');
+    const held = liveClaim(state, nowOf(command.meta));
+    if (held) throw new ApplyClaimHeldError(command.actionId, held.workerId, held.leaseUntil!);
     return [newEvent('ActionReturnedToQueue', { reason: result.reason }, address(command), command.meta)];
   }
-  if (state.status !== 'applying') return [];
+  if (state.status !== 'applying' || state.claim?.id !== command.claimId) throw new ApplyClaimLostError(command.actionId, command.claimId);
+  if (result.kind === 'returned') return [newEvent('ActionReturnedToQueue', { reason: result.reason }, address(command), command.meta)];
   const attempt = state.attempts;
   if (result.kind === 'applied') {
     return [newEvent('ActionApplied', { worker_id: command.workerId, attempt }, address(command), command.meta)];

@@ -13,6 +13,14 @@ export const AWAITING_APPROVAL: readonly ActionStatus[] = ['queued', 'returned']
 /** Statuses the apply worker acts on. */
 export const READY_TO_APPLY: readonly ActionStatus[] = ['approved', 'auto_applied', 'applying'];
 
+/** Who is applying the action, and until when nobody else may. */
+export interface ApplyClaim {
+  readonly id: string;
+  readonly workerId: string;
+  /** ISO time; null for claims recorded before leases existed (ActionApplyStarted v1): those may be taken over. */
+  readonly leaseUntil: string | null;
+}
+
 export interface ActionState {
   readonly exists: boolean;
   readonly kind: ActionKind | null;
@@ -24,10 +32,16 @@ export interface ActionState {
   readonly params: Record<string, unknown>;
   readonly basedOn: Record<string, unknown>;
   readonly runId: string | null;
+  /** When it was proposed (ISO): the UTC day whose quota its auto-apply slot counts against. */
+  readonly proposedAt: string | null;
+  /** The API key behind the proposal (the endpoint's caller, or the key that started the run); null when not known (v1 events of runs). */
+  readonly proposerKeyId: string | null;
+  /** The claim of the attempt in progress while `applying`; null otherwise. */
+  readonly claim: ApplyClaim | null;
 }
 
 export const actionFolder = {
-  stateVersion: 2,
+  stateVersion: 3,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -38,6 +52,9 @@ export const actionFolder = {
     params: {},
     basedOn: {},
     runId: null,
+    proposedAt: null,
+    proposerKeyId: null,
+    claim: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
     switch (event.type) {
@@ -52,17 +69,29 @@ export const actionFolder = {
           params: event.data.params,
           basedOn: event.data.based_on,
           runId: event.data.run_id,
+          proposedAt: event.time,
+          proposerKeyId: event.data.proposer_key_id ?? (event.actor.kind === 'api_key' ? event.actor.id : null),
         };
       case 'ActionApproved':
         return { ...state, status: 'approved', autoApplied: false };
       case 'ActionRejected':
         return { ...state, status: 'rejected' };
       case 'ActionApplyStarted':
-        return { ...state, status: 'applying', attempts: event.data.attempt };
+        return {
+          ...state,
+          status: 'applying',
+          attempts: event.data.attempt,
+          claim: { id: event.data.claim_id ?? event.id, workerId: event.data.worker_id, leaseUntil: event.data.lease_until ?? null },
+        };
+      case 'ActionApplyHeartbeat':
+        return state.claim?.id === event.data.claim_id ? { ...state, claim: { ...state.claim, leaseUntil: event.data.lease_until } } : state;
+      case 'ActionApplyFailed':
+        // The attempt is over; the next one (after the backoff) claims afresh.
+        return { ...state, claim: null };
       case 'ActionApplied':
-        return { ...state, status: 'applied' };
+        return { ...state, status: 'applied', claim: null };
       case 'ActionReturnedToQueue':
-        return { ...state, status: 'returned', autoApplied: false };
+        return { ...state, status: 'returned', autoApplied: false, claim: null };
       default:
         return state;
     }

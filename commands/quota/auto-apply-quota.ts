@@ -4,20 +4,47 @@ import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 /** Auto-applied actions per account per UTC day. */
 export const AUTO_APPLY_DAILY_CAP = 20;
 
+/** Campaign values whose auto-applied changes are held to a band for the whole UTC day. */
+export const BANDED_FIELDS = ['daily_budget', 'target_cpa', 'target_roas_pct'] as const;
+export type BandedField = (typeof BANDED_FIELDS)[number];
+
+/** The day's record for one campaign field: the first value seen that day, and the last value auto-applied. */
+export interface DayBand {
+  readonly baseline: number;
+  readonly value: number;
+}
+
 /**
  * One quota aggregate per account and UTC day (subject `...quota.<accountId>_<yyyymmdd>`),
- * so its state is at most 20 entries and a new day starts from zero. Reserving a slot
- * appends with the subject's expected sequence: under any concurrency at most 20 succeed.
+ * so its state stays small and a new day starts from zero. Reserving a slot appends with
+ * the subject's expected sequence, so under any concurrency: at most 20 slots; the day's
+ * baseline of a campaign field is recorded once, by the first reservation that touches it,
+ * and every later one is measured from it; and the spend share touched by auto-applied
+ * negatives and pauses adds up exactly.
  */
 export interface QuotaState {
   readonly actionIds: readonly string[];
+  /** Keyed by `bandKey(campaign, field)`. */
+  readonly bands: Readonly<Record<string, DayBand>>;
+  /** Sum of the 30-day spend shares (fractions) auto-applied negatives and pauses touch today. */
+  readonly spendShare: number;
 }
 
+export const bandKey = (campaignId: string, field: BandedField) => `${campaignId}/${field}`;
+
 export const quotaFolder = {
-  stateVersion: 1,
-  initialState: (): QuotaState => ({ actionIds: [] }),
+  stateVersion: 2,
+  initialState: (): QuotaState => ({ actionIds: [], bands: {}, spendShare: 0 }),
   evolve(state: QuotaState, event: DomainEvent): QuotaState {
-    return event.type === 'AutoApplySlotReserved' ? { actionIds: [...state.actionIds, event.data.action_id] } : state;
+    if (event.type !== 'AutoApplySlotReserved') return state;
+    const { band, spend_share } = event.data;
+    return {
+      actionIds: [...state.actionIds, event.data.action_id],
+      bands: band
+        ? { ...state.bands, [bandKey(band.campaign_id, band.field)]: { baseline: band.baseline, value: band.value } }
+        : state.bands,
+      spendShare: state.spendShare + (spend_share ?? 0),
+    };
   },
 };
 
@@ -28,12 +55,57 @@ export class AutoApplyCapReachedError extends Error {
   }
 }
 
+/** The change, measured from the day's first value of the field, leaves the safe band. */
+export class DayBandExceededError extends Error {
+  constructor(
+    readonly field: BandedField,
+    readonly baseline: number,
+    readonly next: number,
+    readonly safeMax: number,
+  ) {
+    const change = (next - baseline) / baseline;
+    super(
+      `${field} ${next} is ${(change * 100).toFixed(1)}% from the day's first value ${baseline}; ` +
+        `auto-applied changes of one day stay within ±${(safeMax * 100).toFixed(1)}% of it`,
+    );
+    this.name = 'DayBandExceededError';
+  }
+}
+
+/**
+ * Another budget or target field of the campaign already has an auto-applied change today: the
+ * two would go live together, before either is recorded as applied, so the learning period
+ * (which counts applied changes) could not hold them apart.
+ */
+export class CampaignAlreadyChangedTodayError extends Error {
+  constructor(readonly campaignId: string, readonly otherField: BandedField) {
+    super(`the campaign's ${otherField} already has an auto-applied change today; one budget or target setting per campaign per day is auto-applied (learning period)`);
+    this.name = 'CampaignAlreadyChangedTodayError';
+  }
+}
+
+/** The account's auto-applied negatives and pauses would touch more of its 30-day spend today than the cap. */
+export class DailySpendShareCapError extends Error {
+  constructor(readonly used: number, readonly share: number, readonly cap: number) {
+    const pct = (f: number) => `${(f * 100).toFixed(1)}%`;
+    super(`auto-applied negatives and pauses already touch ${pct(used)} of the account's 30-day spend today; ${pct(share)} more would exceed the daily cap of ${pct(cap)}`);
+    this.name = 'DailySpendShareCapError';
+  }
+}
+
+/** What an auto-applied action touches, besides its slot. */
+export type AutoApplyTouch =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'band'; readonly campaignId: string; readonly field: BandedField; readonly current: number; readonly next: number; readonly safeMax: number }
+  | { readonly kind: 'spend'; readonly share: number; readonly dailyCap: number };
+
 export interface ReserveAutoApplySlot {
   readonly workspaceId: string;
   readonly accountId: string;
   readonly day: string;
   readonly actionId: string;
   readonly cap: number;
+  readonly touch: AutoApplyTouch;
   readonly meta: CommandMeta;
 }
 
@@ -41,13 +113,37 @@ export function quotaAggregateId(accountId: string, day: string): string {
   return `${accountId}_${day.replaceAll('-', '')}`;
 }
 
+// Rounding slack: values are cents or tenths, shares are sums of fractions.
+const EPSILON = 1e-9;
+
 export function decideReserveAutoApplySlot(command: ReserveAutoApplySlot, state: QuotaState) {
   if (state.actionIds.includes(command.actionId)) return [];
   if (state.actionIds.length >= command.cap) throw new AutoApplyCapReachedError(command.day, command.cap);
+  const { touch } = command;
+  let band: { campaign_id: string; field: BandedField; baseline: number; value: number } | undefined;
+  let spendShare: number | undefined;
+  if (touch.kind === 'band') {
+    const otherField = BANDED_FIELDS.find((field) => field !== touch.field && state.bands[bandKey(touch.campaignId, field)] !== undefined);
+    if (otherField) throw new CampaignAlreadyChangedTodayError(touch.campaignId, otherField);
+    const baseline = state.bands[bandKey(touch.campaignId, touch.field)]?.baseline ?? touch.current;
+    if (!(baseline > 0) || Math.abs((touch.next - baseline) / baseline) > touch.safeMax + EPSILON) {
+      throw new DayBandExceededError(touch.field, baseline, touch.next, touch.safeMax);
+    }
+    band = { campaign_id: touch.campaignId, field: touch.field, baseline, value: touch.next };
+  } else if (touch.kind === 'spend') {
+    if (state.spendShare + touch.share > touch.dailyCap + EPSILON) throw new DailySpendShareCapError(state.spendShare, touch.share, touch.dailyCap);
+    spendShare = touch.share;
+  }
   return [
     newEvent(
       'AutoApplySlotReserved',
-      { action_id: command.actionId, day: command.day, slot: state.actionIds.length + 1 },
+      {
+        action_id: command.actionId,
+        day: command.day,
+        slot: state.actionIds.length + 1,
+        ...(band ? { band } : {}),
+        ...(spendShare !== undefined ? { spend_share: spendShare } : {}),
+      },
       {
         workspaceId: command.workspaceId,
         accountId: command.accountId,

@@ -12,11 +12,13 @@ export interface WorkspaceState {
   readonly exists: boolean;
   readonly name: string;
   readonly killSwitch: KillSwitch;
+  /** The key that proposed an action (or started its run) cannot approve it. */
+  readonly requireDistinctApprover: boolean;
 }
 
 export const workspaceFolder = {
-  stateVersion: 2,
-  initialState: (): WorkspaceState => ({ exists: false, name: '', killSwitch: { engaged: false, reason: '', since: null } }),
+  stateVersion: 3,
+  initialState: (): WorkspaceState => ({ exists: false, name: '', killSwitch: { engaged: false, reason: '', since: null }, requireDistinctApprover: false }),
   evolve(state: WorkspaceState, event: DomainEvent): WorkspaceState {
     switch (event.type) {
       case 'WorkspaceCreated':
@@ -25,6 +27,8 @@ export const workspaceFolder = {
         return { ...state, killSwitch: { engaged: true, reason: event.data.reason, since: event.time } };
       case 'KillSwitchReleased':
         return { ...state, killSwitch: { engaged: false, reason: event.data.reason, since: event.time } };
+      case 'DistinctApproverRequirementSet':
+        return { ...state, requireDistinctApprover: event.data.required };
       default:
         return state;
     }
@@ -64,4 +68,24 @@ export function decideSetKillSwitch(command: SetKillSwitch, state: WorkspaceStat
   return command.engaged
     ? [newEvent('KillSwitchEngaged', { reason: command.reason }, address, command.meta)]
     : [newEvent('KillSwitchReleased', { reason: command.reason }, address, command.meta)];
+}
+
+export interface SetDistinctApprover {
+  readonly workspaceId: string;
+  readonly required: boolean;
+  readonly meta: CommandMeta;
+}
+
+/** Turns the distinct-approver rule on or off; setting it to what it is appends nothing. */
+export function decideSetDistinctApprover(command: SetDistinctApprover, state: WorkspaceState) {
+  if (!state.exists) throw new WorkspaceNotFoundError(command.workspaceId);
+  if (state.requireDistinctApprover === command.required) return [];
+  return [
+    newEvent(
+      'DistinctApproverRequirementSet',
+      { required: command.required },
+      { workspaceId: command.workspaceId, accountId: null, aggregate: { type: 'workspace', id: command.workspaceId } },
+      command.meta,
+    ),
+  ];
 }

@@ -146,7 +146,8 @@ export function countOf(event: ActionEvent, seq: number): { approved: number; au
       // The fact is the type itself; no field of data is read, so any version counts.
       return { approved: 1, autoApplied: 0 };
     case 'ActionProposed':
-      if (event.version !== 1) throw new UnsupportedEventVersionError(event.type, event.version, seq);
+      // v2 only added proposer_key_id; disposition means the same in both.
+      if (event.version !== 1 && event.version !== 2) throw new UnsupportedEventVersionError(event.type, event.version, seq);
       return event.data.disposition === 'auto_applied' ? { approved: 0, autoApplied: 1 } : null;
     default:
       return null;

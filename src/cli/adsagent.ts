@@ -8,7 +8,7 @@ import { isProblemError } from '../errors/problem-error.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
 import { SigningKeyError } from '../events/signing/signing-keys.ts';
-import { createAccount, createWorkspace, issueKey, revokeKey, setKillSwitch } from '../operator/operator-commands.ts';
+import { createAccount, createWorkspace, issueKey, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
@@ -20,6 +20,7 @@ import { printResult, UsageError, warn } from './output.ts';
 const USAGE = `usage: adsagent <command> [options] [--json]
 
   workspace create --name NAME
+  workspace set WS --require-distinct-approver on|off
   account create --workspace WS --name NAME [--platform sandbox|none]
   key create --workspace WS --scope read|write|admin [--name NAME]
   key revoke KEY_ID
@@ -58,6 +59,15 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       const result = await createWorkspace(infra, required(options, 'name'));
       notVisibleWarning(result.visible);
       return printResult(json, result.value, result.value.id);
+    }
+    case 'workspace set': {
+      const workspaceId = rest[0];
+      if (!workspaceId) throw new UsageError('workspace set needs WS (a workspace id)');
+      const setting = options['require-distinct-approver'];
+      if (setting === undefined) throw new UsageError('workspace set needs --require-distinct-approver on|off');
+      const required = oneOf(String(setting), ['on', 'off'] as const, 'require-distinct-approver') === 'on';
+      const result = await setDistinctApprover(infra, workspaceId, required);
+      return printResult(json, result.value, `distinct approver ${result.value.require_distinct_approver ? 'required' : 'not required'} for ${workspaceId}`);
     }
     case 'account create': {
       const platform = oneOf<PlatformKind>(String(options.platform ?? 'sandbox'), PLATFORM_KINDS, 'platform');
@@ -148,6 +158,7 @@ async function main(): Promise<number> {
         follow: { type: 'boolean', default: false },
         force: { type: 'boolean', default: false },
         'public-key': { type: 'string', multiple: true },
+        'require-distinct-approver': { type: 'string' },
       },
     });
   } catch (error) {

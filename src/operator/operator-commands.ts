@@ -106,3 +106,13 @@ export async function setKillSwitch(
   const result = await infra.writeModel.setKillSwitch({ workspaceId, engaged, reason, meta: { actor: OPERATOR, correlationId: workspaceId } });
   return { value: { workspace_id: workspaceId, engaged: result.state.killSwitch.engaged }, visible: true };
 }
+
+/** Turns the workspace's distinct-approver rule on or off; the next approval is decided under it. */
+export async function setDistinctApprover(
+  infra: Infrastructure,
+  workspaceId: string,
+  required: boolean,
+): Promise<OperatorResult<{ workspace_id: string; require_distinct_approver: boolean }>> {
+  const result = await infra.writeModel.setDistinctApprover({ workspaceId, required, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  return { value: { workspace_id: workspaceId, require_distinct_approver: result.state.requireDistinctApprover }, visible: true };
+}

@@ -82,6 +82,13 @@ export interface SearchTerm extends Metrics {
   readonly keyword_id: string;
 }
 
+/** One search term's 30-day cost and conversions in a campaign, summed over its ad groups and keywords. */
+export interface SearchTermTotal {
+  readonly search_term: string;
+  readonly cost: number;
+  readonly conversions: number;
+}
+
 export interface NegativeKeyword {
   readonly campaign_id: string;
   readonly text: string;
@@ -112,6 +119,11 @@ export interface AdsPlatform {
   listKeywords(account: PlatformAccountRef, range: DateRange, campaignId?: string): Promise<Keyword[]>;
   /** Sorted by cost, descending; at most `limit` rows. */
   searchTerms(account: PlatformAccountRef, range: DateRange, options?: { campaignId?: string; limit?: number }): Promise<SearchTerm[]>;
+  /**
+   * Every search term of a campaign over the range, without a row limit: what the policy
+   * needs to know the full share of spend a negative keyword would block.
+   */
+  searchTermTotals(account: PlatformAccountRef, range: DateRange, campaignId: string): Promise<SearchTermTotal[]>;
   listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]>;
   applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
 }

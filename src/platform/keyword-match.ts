@@ -1,8 +1,19 @@
 import type { MatchType } from './ads-platform.ts';
 
-/** Lower-cased words of a keyword or search term, punctuation dropped. */
+/**
+ * Runs of letters, digits and combining marks of any script. Marks belong to the word so
+ * that Devanagari, Thai or decomposed accents are not cut into pieces or dropped.
+ */
+const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+
+/**
+ * Words of a keyword or search term, in any script: Unicode NFKC (full-width and
+ * compatibility forms fold to their plain letters, e.g. "ＦＲＥＥ" → "free"), lower-cased,
+ * punctuation and symbols dropped. A text of only punctuation or emoji has no words.
+ */
 export function tokensOf(text: string): string[] {
-  return text.toLowerCase().split(/[^a-z0-9äöüß]+/).filter(Boolean);
+  // Lower-casing can leave a string that is no longer NFKC (e.g. "İ"); normalise again.
+  return text.normalize('NFKC').toLowerCase().normalize('NFKC').match(WORD) ?? [];
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { RiskTier } from '../events/catalogue/index.ts';
+import type { ActionKind, RiskTier } from '../events/catalogue/index.ts';
+import { tokensOf } from '../platform/keyword-match.ts';
 import type { ActionDraft } from './action-draft.ts';
 
 export interface Classification {
@@ -22,12 +23,66 @@ export const POLICY_LIMITS = {
   budgetChangeMax: 1.0,
   targetChangeSafeMax: 0.1,
   targetChangeMax: 0.5,
+  /** A campaign whose budget or target this service changed within these days is re-learning: no budget/target change is safe. */
+  learningPeriodDays: 7,
+  /** Largest share of the account's 30-day spend all of a UTC day's auto-applied negatives and pauses may touch together. */
+  dailyAutoApplySpendShareMax: 0.1,
 } as const;
+
+/** Kinds that change a campaign's budget or target: held to the day's band and to the learning period. */
+export const BUDGET_AND_TARGET_KINDS = ['set_campaign_budget', 'set_target_cpa', 'set_target_roas'] as const satisfies readonly ActionKind[];
+
+/** What the policy knows beyond the draft itself, from the service's own events. */
+export interface PolicyContext {
+  /**
+   * For a budget or target change: the first value of that campaign field the service saw
+   * today (UTC), as recorded on the day's quota aggregate; null when nothing was recorded yet
+   * (the current value is then the day's first).
+   */
+  readonly dayBaseline: number | null;
+  /** The latest budget or target change this service applied to the campaign within the learning period, if any. */
+  readonly recentChange: { readonly actionId: string; readonly kind: ActionKind; readonly appliedAt: string } | null;
+}
+
+export const NO_POLICY_CONTEXT: PolicyContext = { dayBaseline: null, recentChange: null };
+
+const FIELD_LABEL: Record<(typeof BUDGET_AND_TARGET_KINDS)[number], string> = {
+  set_campaign_budget: 'budget',
+  set_target_cpa: 'target CPA',
+  set_target_roas: 'target ROAS',
+};
 
 const pct = (fraction: number) => `${(fraction * 100).toFixed(1)}%`;
 
+/**
+ * A budget or target change is safe only if it also stays within the safe band measured
+ * from the day's first value (so a day's auto-applied steps cannot compound) and the
+ * campaign is not in a learning period. Returns the reasons it is not; empty when it is.
+ */
+function dayAndLearningReasons(kind: (typeof BUDGET_AND_TARGET_KINDS)[number], current: number, next: number, safeMax: number, context: PolicyContext): string[] {
+  const reasons: string[] = [];
+  const label = FIELD_LABEL[kind];
+  const baseline = context.dayBaseline;
+  if (baseline !== null && baseline > 0 && baseline !== current) {
+    const fromBaseline = (next - baseline) / baseline;
+    if (Math.abs(fromBaseline) > safeMax) {
+      reasons.push(
+        `measured from today's first ${label} ${baseline} (UTC day), the change is ${pct(fromBaseline)}: a day's auto-applied changes stay within ±${pct(safeMax)} of it`,
+      );
+    }
+  }
+  if (context.recentChange) {
+    const { kind: recentKind, appliedAt, actionId } = context.recentChange;
+    reasons.push(
+      `learning period: this service changed the campaign's ${FIELD_LABEL[recentKind as keyof typeof FIELD_LABEL] ?? 'settings'} at ${appliedAt} (action ${actionId}); ` +
+        `no budget or target change is safe within ${POLICY_LIMITS.learningPeriodDays} days of another`,
+    );
+  }
+  return reasons;
+}
+
 /** Classifies a draft into safe, review or blocked, with the reasons for it. Pure. */
-export function classifyAction(draft: ActionDraft): Classification {
+export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_POLICY_CONTEXT): Classification {
   const reasons: string[] = [];
   const blocked = (reason: string): Classification => ({ risk_tier: 'blocked', policy_reasons: [reason] });
   const L = POLICY_LIMITS;
@@ -51,6 +106,12 @@ export function classifyAction(draft: ActionDraft): Classification {
       if (share > L.spendShareSafeMax) {
         safe = false;
         reasons.push(`touches ${pct(share)} of the account's 30-day spend (safe maximum ${pct(L.spendShareSafeMax)})`);
+      }
+      const wordless = keywords.filter((k) => tokensOf(k.text).length === 0);
+      if (wordless.length > 0) {
+        // A negative without words matches nothing we can measure: its share of spend would read 0 %.
+        safe = false;
+        reasons.push(`${wordless.length} negative keyword(s) have no letters or digits to match on, so what they block cannot be measured`);
       }
       if (basis.blocked_keywords.length > 0) {
         safe = false;
@@ -88,10 +149,11 @@ export function classifyAction(draft: ActionDraft): Classification {
       if (!(next > 0)) return blocked('a daily budget must be positive');
       const change = current > 0 ? (next - current) / current : Infinity;
       if (Math.abs(change) > L.budgetChangeMax) return blocked(`changes the budget by ${pct(change)} (maximum ±${pct(L.budgetChangeMax)})`);
-      if (Math.abs(change) <= L.budgetChangeSafeMax) {
-        return { risk_tier: 'safe', policy_reasons: [`budget change of ${pct(change)} is within ±${pct(L.budgetChangeSafeMax)}`] };
-      }
-      return { risk_tier: 'review', policy_reasons: [`budget change of ${pct(change)} exceeds the safe ±${pct(L.budgetChangeSafeMax)}`] };
+      const withinStep = Math.abs(change) <= L.budgetChangeSafeMax;
+      reasons.push(`budget change of ${pct(change)} ${withinStep ? 'is within' : 'exceeds'} the safe ±${pct(L.budgetChangeSafeMax)}`);
+      const held = dayAndLearningReasons(draft.kind, current, next, L.budgetChangeSafeMax, context);
+      reasons.push(...held);
+      return { risk_tier: withinStep && held.length === 0 ? 'safe' : 'review', policy_reasons: reasons };
     }
     case 'set_target_cpa':
     case 'set_target_roas': {
@@ -110,6 +172,9 @@ export function classifyAction(draft: ActionDraft): Classification {
         safe = false;
         reasons.push(`the campaign uses portfolio strategy ${basis.portfolio_id}: the change moves ${basis.campaigns_affected} campaigns`);
       }
+      const held = dayAndLearningReasons(draft.kind, current, next, L.targetChangeSafeMax, context);
+      if (held.length > 0) safe = false;
+      reasons.push(...held);
       return { risk_tier: safe ? 'safe' : 'review', policy_reasons: reasons };
     }
   }

@@ -1,10 +1,21 @@
+import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { WriteModel } from '../../commands/write-model.ts';
-import { AUTO_APPLY_DAILY_CAP, AutoApplyCapReachedError } from '../../commands/quota/auto-apply-quota.ts';
-import type { CommandMeta } from '../../commands/shared/new-event.ts';
-import type { Disposition, RiskTier } from '../events/catalogue/index.ts';
+import {
+  AUTO_APPLY_DAILY_CAP,
+  AutoApplyCapReachedError,
+  CampaignAlreadyChangedTodayError,
+  DailySpendShareCapError,
+  DayBandExceededError,
+} from '../../commands/quota/auto-apply-quota.ts';
+import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
+import { ValidationError } from '../errors/common-errors.ts';
+import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
+import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
+import type { Database } from '../db/schema.ts';
 import type { ActionDraft } from './action-draft.ts';
 import { classifyAction, type Classification } from './classify-action.ts';
+import { autoApplyTouch, PolicyContextReader, utcDay } from './policy-context.ts';
 
 /** The Action resource of the specification. */
 export interface ActionRepresentation {
@@ -38,61 +49,95 @@ export function approvalsUrl(publicBaseUrl: string, accountId: string): string {
  * model asked for, this is the only way an action comes to exist.
  *
  * An action is `auto_applied` only through every gate decided here — auto_apply
- * requested, safe tier, kill switch released, a slot of the account's 20 per UTC day —
- * and the apply worker's re-check later. Otherwise it is `queued` (or `blocked`).
+ * requested, safe tier (which, for budgets and targets, includes the day's band and the
+ * learning period), kill switch released, a slot of the account's 20 per UTC day that also
+ * keeps the day's band and spend-share cap exact — and the apply worker's re-classification
+ * later. Otherwise it is `queued` (or `blocked`).
  */
 export class ProposalService {
+  private readonly context: PolicyContextReader;
+  private readonly clock: () => Date;
+
   constructor(
     private readonly writeModel: WriteModel,
     private readonly publicBaseUrl: string,
-  ) {}
+    db: Kysely<Database>,
+    options: { readonly clock?: () => Date } = {},
+  ) {
+    this.context = new PolicyContextReader(writeModel, db);
+    this.clock = options.clock ?? (() => new Date());
+  }
 
   async propose(request: ProposalRequest): Promise<ActionRepresentation> {
-    const classification = classifyAction(request.draft);
+    const now = request.meta.now ?? this.clock();
+    const meta = { ...request.meta, now };
+    const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
+    const classified = classifyAction(request.draft, context);
     const actionId = uuidv7();
-    const { disposition, reasons } = await this.decideDisposition(request, classification, actionId);
+    const proposerKeyId = await this.proposerKeyOf(request);
+    const proposal = (riskTier: RiskTier, disposition: Disposition, reasons: readonly string[]): ActionProposedData => ({
+      action_id: actionId,
+      run_id: request.runId,
+      kind: request.draft.kind,
+      summary: request.summary,
+      reason: request.reason,
+      params: request.draft.params as unknown as Record<string, unknown>,
+      based_on: request.draft.based_on as unknown as Record<string, unknown>,
+      risk_tier: riskTier,
+      disposition,
+      policy_reasons: [...reasons],
+      auto_apply_requested: request.autoApply,
+      proposer_key_id: proposerKeyId,
+    });
+    // Validated before any slot is reserved: a proposal that could never be recorded must
+    // not use up one of the account's auto-apply slots of the day.
+    assertRecordable(request, proposal(classified.risk_tier, 'queued', classified.policy_reasons));
+    const { riskTier, disposition, reasons } = await this.decideDisposition({ ...request, meta }, classified, actionId, now);
     await this.writeModel.proposeAction({
       workspaceId: request.workspaceId,
       accountId: request.accountId,
-      proposal: {
-        action_id: actionId,
-        run_id: request.runId,
-        kind: request.draft.kind,
-        summary: request.summary,
-        reason: request.reason,
-        params: request.draft.params as unknown as Record<string, unknown>,
-        based_on: request.draft.based_on as unknown as Record<string, unknown>,
-        risk_tier: classification.risk_tier,
-        disposition,
-        policy_reasons: reasons,
-        auto_apply_requested: request.autoApply,
-      },
-      meta: request.meta,
+      proposal: proposal(riskTier, disposition, reasons),
+      meta,
     });
     return {
       id: actionId,
       kind: request.draft.kind,
       summary: request.summary,
-      risk_tier: classification.risk_tier,
+      risk_tier: riskTier,
       disposition,
       policy_reasons: reasons,
       approvals_url: approvalsUrl(this.publicBaseUrl, request.accountId),
     };
   }
 
+  /**
+   * The API key behind a proposal, for the distinct-approver rule: the key that called the
+   * endpoint, or the key that started the run (read from the account aggregate, where the
+   * proposing run is the active one).
+   */
+  private async proposerKeyOf(request: ProposalRequest): Promise<string | null> {
+    if (request.meta.actor.kind === 'api_key') return request.meta.actor.id;
+    if (request.runId === null) return null;
+    const account = await this.writeModel.accounts.load(this.writeModel.accountSubject(request.workspaceId, request.accountId));
+    const active = account.state.activeRun;
+    return active && active.runId === request.runId ? active.keyId : null;
+  }
+
   private async decideDisposition(
     request: ProposalRequest,
     classification: Classification,
     actionId: string,
-  ): Promise<{ disposition: Disposition; reasons: string[] }> {
+    now: Date,
+  ): Promise<{ riskTier: RiskTier; disposition: Disposition; reasons: string[] }> {
+    const riskTier = classification.risk_tier;
     const reasons = [...classification.policy_reasons];
-    const queued = (reason: string) => ({ disposition: 'queued' as const, reasons: [...reasons, reason] });
-    if (classification.risk_tier === 'blocked') return { disposition: 'blocked', reasons: [...reasons, 'blocked by policy: never applied'] };
+    const queued = (reason: string, tier: RiskTier = riskTier) => ({ riskTier: tier, disposition: 'queued' as const, reasons: [...reasons, reason] });
+    if (riskTier === 'blocked') return { riskTier, disposition: 'blocked', reasons: [...reasons, 'blocked by policy: never applied'] };
     if (!request.autoApply) return queued('auto_apply was not requested: queued for approval');
-    if (classification.risk_tier !== 'safe') return queued(`risk tier ${classification.risk_tier}: only safe actions are auto-applied`);
+    if (riskTier !== 'safe') return queued(`risk tier ${riskTier}: only safe actions are auto-applied`);
     const workspace = await this.writeModel.workspaces.load(this.writeModel.workspaceSubject(request.workspaceId));
     if (workspace.state.killSwitch.engaged) return queued('the workspace kill switch is engaged');
-    const day = (request.meta.now ?? new Date()).toISOString().slice(0, 10);
+    const day = utcDay(now);
     try {
       const reserved = await this.writeModel.reserveAutoApplySlot({
         workspaceId: request.workspaceId,
@@ -100,15 +145,35 @@ export class ProposalService {
         day,
         actionId,
         cap: AUTO_APPLY_DAILY_CAP,
+        touch: autoApplyTouch(request.draft),
         meta: request.meta,
       });
       return {
+        riskTier,
         disposition: 'auto_applied',
         reasons: [...reasons, `auto-apply slot ${reserved.state.actionIds.length} of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC); the apply worker re-checks before it goes live`],
       };
     } catch (error) {
       if (error instanceof AutoApplyCapReachedError) return queued(`the daily auto-apply cap of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC) is reached`);
+      // A concurrent proposal recorded the day's first value before this one: measured from it, the change is not safe.
+      if (error instanceof DayBandExceededError) return queued(`${error.message}; not safe, queued for approval`, 'review');
+      if (error instanceof CampaignAlreadyChangedTodayError) return queued(`${error.message}; not safe, queued for approval`, 'review');
+      if (error instanceof DailySpendShareCapError) return queued(`${error.message}; queued for approval`);
       throw error;
     }
+  }
+}
+
+/** @throws ValidationError when the ActionProposed event could not be stored (e.g. a reason over 2000 characters). */
+function assertRecordable(request: ProposalRequest, proposal: ActionProposedData): void {
+  const address = { workspaceId: request.workspaceId, accountId: request.accountId, aggregate: { type: 'action' as const, id: proposal.action_id } };
+  try {
+    eventValidator().assertValid(newEvent('ActionProposed', proposal, address, request.meta));
+  } catch (error) {
+    if (!(error instanceof EventSchemaError)) throw error;
+    throw new ValidationError(
+      'The proposal cannot be recorded as it is.',
+      error.errors.map((message) => ({ pointer: message.split(' ')[0]!.replace(/^\/data/, '') || '/', message })),
+    );
   }
 }

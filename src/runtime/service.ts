@@ -55,7 +55,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const stopWorkers: (() => Promise<void>)[] = [];
   const stopProjectors: (() => Promise<void>)[] = [];
   const platform = createPlatform(database.db);
-  const proposals = new ProposalService(writeModel, config.publicBaseUrl);
+  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db);
 
   const projectors: Projector[] = [];
   const metrics = new ServiceMetrics({

@@ -1,14 +1,24 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
-import { NothingToApplyError } from '../../commands/action/action-lifecycle.ts';
-import { READY_TO_APPLY } from '../../commands/action/action-state.ts';
+import {
+  ApplyClaimHeldError,
+  ApplyClaimLostError,
+  NothingToApplyError,
+  type ApplyResult,
+  type HeartbeatApply,
+} from '../../commands/action/action-lifecycle.ts';
+import { READY_TO_APPLY, type ActionState } from '../../commands/action/action-state.ts';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
-import { parseEvent } from '../event-store/event-store.ts';
 import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { classifyAction } from '../policy/classify-action.ts';
+import { liveDraft } from '../policy/live-draft.ts';
+import { bandedChange, PolicyContextReader } from '../policy/policy-context.ts';
+import { ReadBarrier } from '../runtime/read-barrier.ts';
+import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
 import { recheckAction } from './apply-recheck.ts';
 import { ACK, later, PullLoop, type ParkedMessage } from './pull-loop.ts';
 
@@ -16,6 +26,13 @@ export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
 export const MAX_APPLY_ATTEMPTS = 5;
 const ACK_WAIT_MS = 60_000;
+/** How long a claim is a worker's without a heartbeat; well under ACK_WAIT_MS, so a redelivery after a crash finds it expired. */
+export const DEFAULT_CLAIM_LEASE_MS = 30_000;
+/** When the approvals read model lags (projectors down or slow), an auto-applied budget/target change waits this long and is re-checked. */
+const READ_MODEL_RETRY_MS = 2000;
+
+/** Delay before a message whose action another worker holds comes back: just after that claim's lease would end. */
+const untilLeaseEnds = (leaseUntil: string) => Math.max(100, Date.parse(leaseUntil) - Date.now() + 100);
 
 export interface ApplyWorkerOptions {
   readonly infrastructure: Infrastructure;
@@ -25,6 +42,10 @@ export interface ApplyWorkerOptions {
   readonly workerId?: string;
   /** Base of the exponential backoff between platform attempts. */
   readonly retryBaseMs?: number;
+  /** A claim's lease; the worker heartbeats every third of it while the platform call runs. */
+  readonly claimLeaseMs?: number;
+  /** The policy's clock for the apply-time classification (learning period, 30-day window); leases use real time. */
+  readonly clock?: () => Date;
   /** Told how each attempt ended (metrics). */
   readonly onApplyResult?: (result: 'applied' | 'failed' | 'returned') => void;
   /** Failed handlings of one message after which it is parked (WORKER_MAX_DELIVERIES). */
@@ -36,17 +57,20 @@ export interface ApplyWorkerOptions {
 
 /**
  * The apply-worker role: consumes approved and auto-applied actions, re-checks them (kill
- * switch for auto-applied ones, the auto-apply slot, the platform state the proposal was
- * based on), then claims the action with ActionApplyStarted, applies the change through
- * the platform port and records ActionApplied — or ActionReturnedToQueue with the reason.
- * A failed platform call is recorded and retried with backoff, at most 5 times. Each
- * action is applied at most once per claim; platform changes are idempotent, so a retry
- * after a crash between the call and ActionApplied changes nothing twice.
+ * switch for auto-applied ones, the platform state the proposal was based on), classifies
+ * auto-applied ones again against live values, then claims the action for a lease
+ * (ActionApplyStarted), applies the change through the platform port while heartbeating
+ * the claim, and records ActionApplied — or ActionReturnedToQueue with the reason. A failed
+ * platform call is recorded and retried with backoff, at most 5 times. While a claim is
+ * live nobody else applies the action, and only its holder can record the outcome;
+ * platform changes are idempotent, so a takeover after a crash changes nothing twice.
  */
 export class ApplyWorker {
   readonly workerId: string;
   private readonly actor: Actor;
   private readonly pullLoop: PullLoop;
+  private readonly policyContext: PolicyContextReader;
+  private readonly barrier: ReadBarrier;
 
   constructor(private readonly options: ApplyWorkerOptions) {
     this.workerId = options.workerId ?? `apply:${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
@@ -58,13 +82,15 @@ export class ApplyWorker {
       logger: options.logger,
       admission: options.infrastructure.store.admission,
       consumer: () => this.ensureConsumer(),
-      handle: async (message) => {
-        const retryInMs = await this.handle(message);
+      handle: async (message, event) => {
+        const retryInMs = await this.handle(message, event);
         return retryInMs === null ? ACK : later(retryInMs);
       },
       onParked: options.onParked,
       onRestart: options.onLoopRestart,
     });
+    this.policyContext = new PolicyContextReader(options.infrastructure.writeModel, options.infrastructure.database.db);
+    this.barrier = new ReadBarrier(options.infrastructure.store, options.infrastructure.database.db);
   }
 
   async start(): Promise<void> {
@@ -98,8 +124,7 @@ export class ApplyWorker {
   }
 
   /** @returns null when done with the message, or a delay before it should come back. */
-  private async handle(message: JsMsg): Promise<number | null> {
-    const event = parseEvent(message.data, message.seq) as DomainEvent;
+  private async handle(message: JsMsg, event: DomainEvent): Promise<number | null> {
     // A failed attempt is retried through the delayed redelivery of the message that triggered it.
     const trigger = (event.type === 'ActionProposed' && event.data.disposition === 'auto_applied') || event.type === 'ActionApproved';
     if (!trigger || !event.account_id) return null;
@@ -111,8 +136,19 @@ export class ApplyWorker {
     const action = (await writeModel.actions.load(writeModel.actionSubject(workspaceId, accountId, actionId))).state;
     if (!READY_TO_APPLY.includes(action.status as never)) return null;
 
+    const leaseMs = this.options.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+    // Another worker holds a live claim: come back when its lease would have run out.
+    if (action.status === 'applying' && action.claim?.leaseUntil && Date.parse(action.claim.leaseUntil) > Date.now()) {
+      return untilLeaseEnds(action.claim.leaseUntil);
+    }
+
     const returnToQueue = async (reason: string) => {
-      await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'returned', reason }, meta });
+      try {
+        await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, claimId: null, result: { kind: 'returned', reason }, meta });
+      } catch (error) {
+        if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
+        throw error;
+      }
       this.options.logger.info({ action_id: actionId, reason }, 'action returned to the queue');
       this.options.onApplyResult?.('returned');
       return null;
@@ -127,28 +163,103 @@ export class ApplyWorker {
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
+    if (action.autoApplied) {
+      const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
+      if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
+      if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
+    }
 
+    const claimId = uuidv4();
+    const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
     let attempt: number;
     try {
-      const claimed = await writeModel.startApply({ workspaceId, accountId, actionId, workerId: this.workerId, meta });
+      const claimed = await writeModel.startApply({ ...onAction, claimId, leaseMs });
       attempt = claimed.state.attempts;
     } catch (error) {
       if (error instanceof NothingToApplyError) return null;
+      if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
       throw error;
     }
+    const finish = async (result: ApplyResult): Promise<boolean> => {
+      try {
+        await writeModel.finishApply({ ...onAction, claimId, result });
+        return true;
+      } catch (error) {
+        if (!(error instanceof ApplyClaimLostError)) throw error;
+        // Our lease ran out and another worker took over: its attempt decides the outcome.
+        this.options.logger.warn({ action_id: actionId, claim_id: claimId }, 'apply claim lost before the attempt was recorded');
+        return false;
+      }
+    };
+
+    const heartbeat = this.heartbeat(message, { ...onAction, claimId, leaseMs });
     try {
       await this.options.platform.applyChange(account, recheck.change);
     } catch (error) {
+      heartbeat.stop();
       const detail = error instanceof Error ? error.message : String(error);
       const willRetry = attempt < MAX_APPLY_ATTEMPTS;
-      await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'failed', error: detail, willRetry }, meta });
+      if (!(await finish({ kind: 'failed', error: detail, willRetry }))) return null;
       this.options.logger.warn({ action_id: actionId, attempt, err: detail, will_retry: willRetry }, 'platform call failed');
       this.options.onApplyResult?.(willRetry ? 'failed' : 'returned');
       return willRetry ? (this.options.retryBaseMs ?? 1000) * 2 ** (attempt - 1) : null;
     }
-    await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, result: { kind: 'applied' }, meta });
+    heartbeat.stop();
+    if (!(await finish({ kind: 'applied' }))) return null;
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
     this.options.onApplyResult?.('applied');
     return null;
+  }
+
+  /**
+   * Auto-applied actions are classified again right before they go live, against the
+   * platform's live values, the day's band and the learning period: what was safe when
+   * proposed may not be any more (a matched search term converted, another change to the
+   * campaign went live). `wait` when the approvals read model has not caught up yet.
+   */
+  private async reclassify(
+    workspaceId: string,
+    accountId: string,
+    account: PlatformAccountRef,
+    actionId: string,
+    action: ActionState,
+  ): Promise<{ kind: 'safe' } | { kind: 'not-safe'; reason: string } | { kind: 'wait' }> {
+    const now = this.options.clock?.() ?? new Date();
+    const draft = await liveDraft(this.options.platform, account, action, now);
+    if (!draft) return { kind: 'not-safe', reason: 'what the action changes no longer exists on the platform' };
+    // The learning period reads applied changes from the approvals read model: it must have
+    // seen everything recorded so far, or a change applied a moment ago would be missed.
+    if (bandedChange(draft) && !(await this.barrier.catchUp(APPROVALS_PROJECTION))) return { kind: 'wait' };
+    const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
+    const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId });
+    const classification = classifyAction(draft, context);
+    if (classification.risk_tier === 'safe') return { kind: 'safe' };
+    return { kind: 'not-safe', reason: `no longer safe at apply time (${classification.risk_tier}): ${classification.policy_reasons.join('; ')}` };
+  }
+
+  /**
+   * While the platform call runs: tells NATS the message is in progress (no redelivery) and
+   * extends the claim's lease, every third of the lease. A refused heartbeat means the claim
+   * was lost; the call cannot be taken back (it is idempotent), and the finish will be refused.
+   */
+  private heartbeat(message: JsMsg, command: HeartbeatApply): { stop(): void } {
+    let stopped = false;
+    const beat = async () => {
+      message.working();
+      try {
+        await this.options.infrastructure.writeModel.heartbeatApply(command);
+      } catch (error) {
+        this.options.logger.warn({ action_id: command.actionId, err: error instanceof Error ? error.message : String(error) }, 'apply claim heartbeat failed');
+      }
+    };
+    const timer = setInterval(() => {
+      if (!stopped) void beat();
+    }, Math.max(50, Math.floor(command.leaseMs / 3)));
+    return {
+      stop: () => {
+        stopped = true;
+        clearInterval(timer);
+      },
+    };
   }
 }

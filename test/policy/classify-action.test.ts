@@ -34,6 +34,20 @@ describe('safe-apply policy classification', () => {
     expect(tier(negatives(3, { campaign_status: 'removed' }))).to.equal('blocked');
   });
 
+  it('negative keywords without any letter or digit are review, never safe (their blocked spend cannot be measured)', () => {
+    const wordless: ActionDraft = {
+      kind: 'add_negative_keywords',
+      params: { campaign_id: 'c', keywords: [{ text: 'tent', match_type: 'phrase' }, { text: '🔥!!', match_type: 'broad' }] },
+      based_on: { campaign_status: 'enabled', matched_cost_30d: 0, matched_conversions_30d: 0, account_cost_30d: 10_000, blocked_keywords: [] },
+    };
+    const result = classifyAction(wordless);
+    expect(result.risk_tier).to.equal('review');
+    expect(result.policy_reasons.join(' ')).to.include('no letters or digits');
+    // Any script counts as words.
+    const cyrillic: ActionDraft = { ...wordless, params: { campaign_id: 'c', keywords: [{ text: 'бесплатно', match_type: 'phrase' }] } };
+    expect(tier(cyrillic)).to.equal('safe');
+  });
+
   it('budgets: safe within ±20 %, review within ±100 %, blocked beyond or not positive', () => {
     expect(tier(budget(100, 120))).to.equal('safe');
     expect(tier(budget(100, 80))).to.equal('safe');
@@ -52,6 +66,30 @@ describe('safe-apply policy classification', () => {
     expect(tier(cpa(20, 30.2))).to.equal('blocked');
     expect(tier(cpa(20, 21, 'p1'))).to.equal('review');
     expect(classifyAction(cpa(20, 21, 'p1')).policy_reasons.join(' ')).to.include('moves 2 campaigns');
+  });
+
+  it('budgets and targets are measured from the day baseline too: a day of small steps cannot compound', () => {
+    const noHistory = { dayBaseline: null, recentChange: null };
+    // +8 % from 108 is fine on its own, but 116.64 is +16.6 % from the day's first value 100.
+    const second = classifyAction(cpa(108, 116.64), { ...noHistory, dayBaseline: 100 });
+    expect(second.risk_tier).to.equal('review');
+    expect(second.policy_reasons.join(' ')).to.include("measured from today's first target CPA 100 (UTC day), the change is 16.6%");
+    expect(tier(cpa(108, 104))).to.equal('safe');
+    expect(classifyAction(cpa(108, 104), { ...noHistory, dayBaseline: 100 }).risk_tier).to.equal('safe');
+    expect(classifyAction(budget(115, 120), { ...noHistory, dayBaseline: 100 }).risk_tier).to.equal('safe');
+    expect(classifyAction(budget(115, 121), { ...noHistory, dayBaseline: 100 }).risk_tier).to.equal('review');
+  });
+
+  it('learning period: no budget or target change is safe after an applied one within 7 days', () => {
+    const recentChange = { actionId: 'a0', kind: 'set_campaign_budget' as const, appliedAt: '2026-11-20T10:00:00.000Z' };
+    for (const draft of [budget(100, 105), cpa(20, 21)]) {
+      const result = classifyAction(draft, { dayBaseline: null, recentChange });
+      expect(result.risk_tier).to.equal('review');
+      expect(result.policy_reasons.join(' ')).to.include("learning period: this service changed the campaign's budget at 2026-11-20T10:00:00.000Z (action a0)");
+    }
+    // It does not make a blocked change any less blocked, and does not touch negatives.
+    expect(classifyAction(budget(100, 300), { dayBaseline: null, recentChange }).risk_tier).to.equal('blocked');
+    expect(classifyAction(negatives(3), { dayBaseline: null, recentChange }).risk_tier).to.equal('safe');
   });
 
   it('always says why', () => {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createLogger } from '../../src/log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../../src/platform/ads-platform.ts';
 import { createPlatform } from '../../src/platform/create-platform.ts';
+import { ApplyClaimHeldError, ApplyClaimLostError } from '../../commands/action/action-lifecycle.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForStatus } from './helpers.ts';
@@ -22,6 +23,7 @@ class FlakyPlatform implements AdsPlatform {
   campaignPerformance: AdsPlatform['campaignPerformance'] = (...args) => this.inner.campaignPerformance(...args);
   listKeywords: AdsPlatform['listKeywords'] = (...args) => this.inner.listKeywords(...args);
   searchTerms: AdsPlatform['searchTerms'] = (...args) => this.inner.searchTerms(...args);
+  searchTermTotals: AdsPlatform['searchTermTotals'] = (...args) => this.inner.searchTermTotals(...args);
   listNegativeKeywords: AdsPlatform['listNegativeKeywords'] = (...args) => this.inner.listNegativeKeywords(...args);
   async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     if (this.failuresLeft > 0) {
@@ -30,6 +32,20 @@ class FlakyPlatform implements AdsPlatform {
     }
     this.applied++;
     await this.inner.applyChange(account, change);
+  }
+}
+
+/** The sandbox behind a platform call that takes `delayMs` (a slow platform), counting the calls. */
+class SlowPlatform extends FlakyPlatform {
+  constructor(
+    inner: AdsPlatform,
+    private readonly delayMs: number,
+  ) {
+    super(inner, 0);
+  }
+  override async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    await super.applyChange(account, change);
   }
 }
 
@@ -49,8 +65,8 @@ describe('apply worker: platform failures and competing workers', function () {
   });
   after(async () => svc?.stop());
 
-  const startWorker = async (platform: AdsPlatform) => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20 });
+  const startWorker = async (platform: AdsPlatform, claimLeaseMs?: number) => {
+    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20, claimLeaseMs });
     await worker.start();
     workers.push(worker);
     return worker;
@@ -146,5 +162,86 @@ describe('apply worker: platform failures and competing workers', function () {
       expect(applied.length).to.be.at.most(1);
     }
     expect(shared.applied).to.equal(finals.filter((s) => s === 'applied').length);
+  });
+
+  describe('claims (docs/policy.md, "Apply worker")', () => {
+    // Each test on a tenant of its own: an applied target change puts a campaign in its learning period.
+    let tenant: TestTenant;
+    beforeEach(async () => {
+      tenant = await svc.tenant('claims');
+    });
+    const onAction = (actionId: string) => ({
+      workspaceId: tenant.workspaceId,
+      accountId: tenant.accounts.sandbox,
+      actionId,
+      meta: { actor: { kind: 'worker' as const, id: 'test' }, correlationId: actionId },
+    });
+    const historyOf = async (accountId: string, actionId: string) => {
+      const page = await api(svc, 'GET', `/api/v1/accounts/${accountId}/history?limit=500`, { key: tenant.keys.read });
+      return (page.body.data as { type: string; aggregate: { id: string }; data: any }[]).filter((e) => e.aggregate.id === actionId);
+    };
+    const autoApplied = async (factor: number) => {
+      const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+      const target = cents(cpa.bidding_strategy.target_cpa! * factor);
+      const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, cpa.id, { target_cpa: target, auto_apply: true });
+      expect(action.disposition, JSON.stringify(action)).to.equal('auto_applied');
+      return { action, cpa, target };
+    };
+
+    it('an action in applying cannot be claimed again: of 10 concurrent claims exactly 1 wins', async () => {
+      const { action } = await autoApplied(1.01);
+      const { writeModel } = svc.service.infrastructure;
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, i) => writeModel.startApply({ ...onAction(action.id), workerId: `racer-${i}`, claimId: `claim-${i}`, leaseMs: 30_000 })),
+      );
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(1);
+      const refusals = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+      expect(refusals).to.have.length(9);
+      for (const refusal of refusals) expect(refusal.reason).to.be.instanceOf(ApplyClaimHeldError);
+      const started = (await historyOf(tenant.accounts.sandbox, action.id)).filter((e) => e.type === 'ActionApplyStarted');
+      expect(started).to.have.length(1);
+    });
+
+    it('crash: a worker died holding the claim; after its lease another worker applies it once, and the dead claim cannot finish', async () => {
+      const { action, cpa, target } = await autoApplied(1.02);
+      const { writeModel } = svc.service.infrastructure;
+      // The "dead" worker: claimed with a 1.5 s lease, then never heartbeats nor finishes.
+      await writeModel.startApply({ ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', leaseMs: 1500 });
+      const platform = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 0);
+      const startedAt = Date.now();
+      await startWorker(platform, 1500);
+      await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied', 20_000);
+      expect(Date.now() - startedAt, 'the live claim was respected until its lease ran out').to.be.at.least(1000);
+      const events = await historyOf(tenant.accounts.sandbox, action.id);
+      expect(events.map((e) => e.type)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionApplyStarted', 'ActionApplied']);
+      expect(events[1]!.data).to.include({ worker_id: 'dead-worker', attempt: 1, claim_id: 'dead-claim' });
+      expect(events[2]!.data.attempt).to.equal(2);
+      expect(events[2]!.data.claim_id).to.not.equal('dead-claim');
+      expect(platform.applied).to.equal(1);
+      expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa).to.equal(target);
+
+      // The dead worker wakes up and tries to record its attempt: refused, nothing appended.
+      let refused: unknown;
+      try {
+        await writeModel.finishApply({ ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', result: { kind: 'failed', error: 'late', willRetry: true } });
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).to.be.instanceOf(ApplyClaimLostError);
+      expect(await historyOf(tenant.accounts.sandbox, action.id)).to.have.length(4);
+    });
+
+    it('heartbeats: a platform call 4x longer than the lease keeps its claim; a second worker never claims it', async () => {
+      const { action, target, cpa } = await autoApplied(0.97);
+      const platform = new SlowPlatform(createPlatform(svc.service.infrastructure.database.db), 3000);
+      await Promise.all([startWorker(platform, 750), startWorker(platform, 750)]);
+      await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied', 20_000);
+      const events = await historyOf(tenant.accounts.sandbox, action.id);
+      expect(events.filter((e) => e.type === 'ActionApplyStarted')).to.have.length(1);
+      expect(events.filter((e) => e.type === 'ActionApplyHeartbeat').length).to.be.at.least(3);
+      expect(events[events.length - 1]!.type).to.equal('ActionApplied');
+      expect(platform.applied).to.equal(1);
+      expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa).to.equal(target);
+    });
   });
 });

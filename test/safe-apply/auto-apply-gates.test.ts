@@ -17,7 +17,7 @@ import {
 } from './helpers.ts';
 
 /**
- * docs/policy.md, "The four gates of auto-apply": each gate alone keeps an action out of
+ * docs/policy.md, "The gates of auto-apply": each gate alone keeps an action out of
  * auto-apply. The service runs without the apply-worker role, so targets only move when a
  * test starts an ApplyWorker itself; that lets the cap and re-check tests control exactly
  * what the platform looks like when the worker runs.

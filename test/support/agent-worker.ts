@@ -16,7 +16,7 @@ export async function startAgentWorker(svc: TestService, options: { model?: Mode
     infrastructure: infra,
     executor: {
       platform: createPlatform(infra.database.db),
-      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl),
+      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl, infra.database.db),
       model: options.model ?? new RulesModel(),
       wallClockMs: 20_000,
       modelBudgetMs: 20_000,

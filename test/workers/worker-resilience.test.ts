@@ -53,7 +53,7 @@ function worker(svc: TestService, model: ModelClient, options: { concurrency?: n
     infrastructure: infra,
     executor: {
       platform: createPlatform(infra.database.db),
-      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl),
+      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl, infra.database.db),
       model,
       wallClockMs: 30_000,
       modelBudgetMs: 30_000,

@@ -1,6 +1,6 @@
 import { MATCH_TYPES, type MatchType } from '../../platform/ads-platform.ts';
-import { negativeBlocks } from '../../platform/keyword-match.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
+import { negativeKeywordBasis } from '../../policy/negative-keyword-basis.ts';
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
 import { last30Days } from './date-range.ts';
@@ -43,21 +43,11 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
   run: async (input, context) => {
     const campaign = await campaignOf(context, input.campaign_id);
     const keywords = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
-    const terms = await context.platform.searchTerms(context.account, last30Days(context.today), { campaignId: campaign.id, limit: 500 });
-    const matched = terms.filter((t) => keywords.some((k) => negativeBlocks(k, t.search_term)));
-    const own = await context.platform.listKeywords(context.account, last30Days(context.today), campaign.id);
-    const blockedKeywords = own.filter((k) => k.status === 'enabled' && keywords.some((n) => negativeBlocks(n, k.text))).map((k) => k.text);
     const action = await context.propose(
       {
         kind: 'add_negative_keywords',
         params: { campaign_id: campaign.id, keywords },
-        based_on: {
-          campaign_status: campaign.status,
-          matched_cost_30d: money(matched.reduce((s, t) => s + t.cost, 0)),
-          matched_conversions_30d: matched.reduce((s, t) => s + t.conversions, 0),
-          account_cost_30d: await accountCost30d(context),
-          blocked_keywords: [...new Set(blockedKeywords)],
-        },
+        based_on: await negativeKeywordBasis(context.platform, context.account, campaign, keywords, last30Days(context.today)),
       },
       `Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => k.text).join(', ')}`.slice(0, 500),
       input.reason ?? '',

@@ -1,5 +1,5 @@
 import type { EventEnvelope } from '../envelope.ts';
-import { bool, id, int, object, str, type EventDefinition } from './schema-helpers.ts';
+import { bool, enumOf, id, int, object, str, type EventDefinition } from './schema-helpers.ts';
 
 export interface KillSwitchEngagedData {
   readonly reason: string;
@@ -13,6 +13,15 @@ export interface AutoApplySlotReservedData {
   readonly day: string;
   /** 1-based: this reservation is the n-th of the day; never above the cap. */
   readonly slot: number;
+  /** v2, budget and target changes: the day's first value of the campaign field, and the value this action sets. */
+  readonly band?: {
+    readonly campaign_id: string;
+    readonly field: 'daily_budget' | 'target_cpa' | 'target_roas_pct';
+    readonly baseline: number;
+    readonly value: number;
+  };
+  /** v2, negatives and pauses: the share (fraction) of the account's 30-day spend the action touches. */
+  readonly spend_share?: number;
 }
 export interface ActionApprovedData {
   readonly note: string;
@@ -23,6 +32,15 @@ export interface ActionRejectedData {
 export interface ActionApplyStartedData {
   readonly worker_id: string;
   readonly attempt: number;
+  /** v2: names this claim; only its holder may heartbeat or finish the attempt. */
+  readonly claim_id?: string;
+  /** v2: the claim is the worker's until then (ISO time); a heartbeat extends it. v1 claims have no lease. */
+  readonly lease_until?: string;
+}
+export interface ActionApplyHeartbeatData {
+  readonly worker_id: string;
+  readonly claim_id: string;
+  readonly lease_until: string;
 }
 export interface ActionAppliedData {
   readonly worker_id: string;
@@ -44,6 +62,7 @@ export type AutoApplySlotReserved = EventEnvelope<'AutoApplySlotReserved', AutoA
 export type ActionApproved = EventEnvelope<'ActionApproved', ActionApprovedData>;
 export type ActionRejected = EventEnvelope<'ActionRejected', ActionRejectedData>;
 export type ActionApplyStarted = EventEnvelope<'ActionApplyStarted', ActionApplyStartedData>;
+export type ActionApplyHeartbeat = EventEnvelope<'ActionApplyHeartbeat', ActionApplyHeartbeatData>;
 export type ActionApplied = EventEnvelope<'ActionApplied', ActionAppliedData>;
 export type ActionApplyFailed = EventEnvelope<'ActionApplyFailed', ActionApplyFailedData>;
 export type ActionReturnedToQueue = EventEnvelope<'ActionReturnedToQueue', ActionReturnedToQueueData>;
@@ -53,6 +72,7 @@ export type ActionLifecycleEvent =
   | ActionApproved
   | ActionRejected
   | ActionApplyStarted
+  | ActionApplyHeartbeat
   | ActionApplied
   | ActionApplyFailed
   | ActionReturnedToQueue;
@@ -80,6 +100,28 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     data: object({ action_id: id(), day: str({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }), slot: int(1) }),
   },
   {
+    type: 'AutoApplySlotReserved',
+    version: 2,
+    aggregate: 'quota',
+    description:
+      "One of the account's 20 auto-apply slots of a UTC day was taken by an action. A budget or target change also records the day's first value of the campaign field (baseline, recorded once) and the value it sets; a negative or pause records the share of 30-day spend it touches. The quota subject of a day makes all three exact under concurrency.",
+    data: object(
+      {
+        action_id: id(),
+        day: str({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+        slot: int(1),
+        band: object({
+          campaign_id: id(),
+          field: enumOf(['daily_budget', 'target_cpa', 'target_roas_pct']),
+          baseline: { type: 'number', exclusiveMinimum: 0 },
+          value: { type: 'number', exclusiveMinimum: 0 },
+        }),
+        spend_share: { type: 'number', minimum: 0 },
+      },
+      ['band', 'spend_share'],
+    ),
+  },
+  {
     type: 'ActionApproved',
     version: 1,
     aggregate: 'action',
@@ -99,6 +141,26 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'action',
     description: 'An apply worker passed the re-check and is applying the change on the platform.',
     data: object({ worker_id: str({ minLength: 1 }), attempt: int(1) }),
+  },
+  {
+    type: 'ActionApplyStarted',
+    version: 2,
+    aggregate: 'action',
+    description:
+      'An apply worker passed the re-check and claimed the action until lease_until. While the lease runs no other worker can claim it; only the holder of claim_id can record how the attempt ended.',
+    data: object({
+      worker_id: str({ minLength: 1 }),
+      attempt: int(1),
+      claim_id: id(),
+      lease_until: str({ format: 'date-time' }),
+    }),
+  },
+  {
+    type: 'ActionApplyHeartbeat',
+    version: 1,
+    aggregate: 'action',
+    description: 'The apply worker holding claim_id is still waiting for the platform; its lease now runs until lease_until.',
+    data: object({ worker_id: str({ minLength: 1 }), claim_id: id(), lease_until: str({ format: 'date-time' }) }),
   },
   {
     type: 'ActionApplied',

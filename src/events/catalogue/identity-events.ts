@@ -1,5 +1,5 @@
 import type { EventEnvelope } from '../envelope.ts';
-import { enumOf, int, object, str, type EventDefinition } from './schema-helpers.ts';
+import { bool, enumOf, int, object, str, type EventDefinition } from './schema-helpers.ts';
 
 export const KEY_SCOPES = ['read', 'write', 'admin'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
@@ -17,6 +17,10 @@ export interface ApiKeyIssuedData {
   readonly secret_hash: string;
 }
 export type ApiKeyRevokedData = Record<string, never>;
+export interface DistinctApproverRequirementSetData {
+  /** On: the key that proposed an action (or started its run) cannot approve it. */
+  readonly required: boolean;
+}
 export interface AccountCreatedData {
   readonly name: string;
   readonly platform: PlatformKind;
@@ -28,8 +32,9 @@ export type WorkspaceCreated = EventEnvelope<'WorkspaceCreated', WorkspaceCreate
 export type ApiKeyIssued = EventEnvelope<'ApiKeyIssued', ApiKeyIssuedData>;
 export type ApiKeyRevoked = EventEnvelope<'ApiKeyRevoked', ApiKeyRevokedData>;
 export type AccountCreated = EventEnvelope<'AccountCreated', AccountCreatedData>;
+export type DistinctApproverRequirementSet = EventEnvelope<'DistinctApproverRequirementSet', DistinctApproverRequirementSetData>;
 
-export type IdentityEvent = WorkspaceCreated | ApiKeyIssued | ApiKeyRevoked | AccountCreated;
+export type IdentityEvent = WorkspaceCreated | ApiKeyIssued | ApiKeyRevoked | AccountCreated | DistinctApproverRequirementSet;
 
 export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
   {
@@ -38,6 +43,14 @@ export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'workspace',
     description: 'A workspace was created; it owns accounts and API keys.',
     data: object({ name: str({ minLength: 1, maxLength: 200 }) }),
+  },
+  {
+    type: 'DistinctApproverRequirementSet',
+    version: 1,
+    aggregate: 'workspace',
+    description:
+      "An operator turned the workspace's distinct-approver rule on or off. While on, the API key that proposed an action (or started the run that proposed it) cannot approve it.",
+    data: object({ required: bool() }),
   },
   {
     type: 'ApiKeyIssued',

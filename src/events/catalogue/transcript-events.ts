@@ -39,6 +39,8 @@ export interface ActionProposedData {
   readonly disposition: Disposition;
   readonly policy_reasons: readonly string[];
   readonly auto_apply_requested: boolean;
+  /** v2: the API key behind the proposal: the key that called the endpoint, or that started the proposing run. */
+  readonly proposer_key_id?: string | null;
 }
 
 export type ToolCalled = EventEnvelope<'ToolCalled', ToolCalledData>;
@@ -81,6 +83,27 @@ export const TRANSCRIPT_EVENT_DEFINITIONS: readonly EventDefinition[] = [
       disposition: enumOf(DISPOSITIONS),
       policy_reasons: { type: 'array', items: str() },
       auto_apply_requested: bool(),
+    }),
+  },
+  {
+    type: 'ActionProposed',
+    version: 2,
+    aggregate: 'action',
+    description:
+      'A change was proposed and classified by the safe-apply policy; the first event of an action. v2 adds proposer_key_id, the API key behind it (the caller of the target endpoint, or the key that started the proposing run), for the distinct-approver rule.',
+    data: object({
+      action_id: id(),
+      run_id: nullable(id()),
+      kind: enumOf(ACTION_KINDS),
+      summary: str({ minLength: 1, maxLength: 500 }),
+      reason: str({ maxLength: 2000 }),
+      params: freeObject,
+      based_on: freeObject,
+      risk_tier: enumOf(RISK_TIERS),
+      disposition: enumOf(DISPOSITIONS),
+      policy_reasons: { type: 'array', items: str() },
+      auto_apply_requested: bool(),
+      proposer_key_id: nullable(id()),
     }),
   },
 ];

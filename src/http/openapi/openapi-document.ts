@@ -522,14 +522,16 @@ export const openApiDocument = {
         'x-required-scope': 'write',
         description:
           'Only an action that is `queued` or `returned` can be approved; the apply worker then applies it. Anything else answers 409 ' +
-          '`action-not-in-queue` (of two concurrent approvals, one wins). The response is the action as the approvals list shows it.',
+          '`action-not-in-queue` (of two concurrent approvals, one wins). The response is the action as the approvals list shows it. ' +
+          'When the workspace requires a distinct approver (`adsagent workspace set WS --require-distinct-approver on`), the key that ' +
+          'proposed the action, or started the run that proposed it, answers 403 `distinct-approver-required`.',
         parameters: [parameterRef('ProjectId'), parameterRef('ActionId'), parameterRef('XRequestId')],
         requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('ApproveRequest')) },
         responses: {
           '200': { description: 'The approved action.', headers: requestIdHeader, content: json(ref('Approval')) },
           '400': responseRef('MalformedJson'),
           '401': responseRef('Unauthorized'),
-          '403': responseRef('Forbidden'),
+          '403': responseRef('ApproveForbidden'),
           '404': responseRef('ActionNotFound'),
           '409': responseRef('ActionNotInQueue'),
           '413': responseRef('PayloadTooLarge'),
@@ -1014,6 +1016,15 @@ export const openApiDocument = {
         headers: { ...requestIdHeader, 'WWW-Authenticate': headerRef('WWWAuthenticate') },
         content: problem('InsufficientScopeProblem'),
       },
+      ApproveForbidden: {
+        description:
+          'The key’s scope is below `write` (`insufficient-scope`, with the Bearer challenge in `WWW-Authenticate`), or the workspace requires a distinct approver and this key proposed the action or started its run (`distinct-approver-required`, with `proposer_key_id`, no challenge: another key must approve).',
+        headers: {
+          ...requestIdHeader,
+          'WWW-Authenticate': { description: 'The Bearer challenge; only with `insufficient-scope`.', required: false, schema: { type: 'string', pattern: '^Bearer ' } },
+        },
+        content: { [PROBLEM_MEDIA_TYPE]: { schema: { oneOf: [ref('InsufficientScopeProblem'), ref('DistinctApproverRequiredProblem')] } } },
+      },
       RunNotFound: {
         description: 'No such run in the key’s workspace (`run-not-found`); another workspace’s run looks exactly the same.',
         headers: requestIdHeader,
@@ -1255,6 +1266,20 @@ export const openApiDocument = {
               status: { const: 403 },
               required_scope: { enum: [...KEY_SCOPES] },
               key_scope: { enum: [...KEY_SCOPES] },
+            },
+          },
+        ],
+      },
+      DistinctApproverRequiredProblem: {
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            required: ['proposer_key_id'],
+            properties: {
+              type: { type: 'string', pattern: '/problems/distinct-approver-required$' },
+              status: { const: 403 },
+              proposer_key_id: { type: 'string', description: 'The key that proposed the action or started its run.' },
             },
           },
         ],

@@ -11,6 +11,7 @@ import type {
   PlatformAccountRef,
   PlatformChange,
   SearchTerm,
+  SearchTermTotal,
 } from '../ads-platform.ts';
 import { AccountNotConnectedError } from '../platform-errors.ts';
 import { applyChange } from './sandbox-changes.ts';
@@ -64,6 +65,11 @@ export class SandboxPlatform implements AdsPlatform {
   async searchTerms(account: PlatformAccountRef, range: DateRange, options: { campaignId?: string; limit?: number } = {}): Promise<SearchTerm[]> {
     const { accountId } = await this.openForRead(account, range, options.campaignId);
     return queries.searchTerms(this.db, accountId, range, options);
+  }
+
+  async searchTermTotals(account: PlatformAccountRef, range: DateRange, campaignId: string): Promise<SearchTermTotal[]> {
+    const { accountId } = await this.openForRead(account, range, campaignId);
+    return queries.searchTermTotals(this.db, accountId, range, campaignId);
   }
 
   async listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]> {

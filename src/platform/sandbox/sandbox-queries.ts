@@ -9,6 +9,7 @@ import type {
   Keyword,
   NegativeKeyword,
   SearchTerm,
+  SearchTermTotal,
 } from '../ads-platform.ts';
 import { CampaignNotFoundError } from '../platform-errors.ts';
 import { InvalidDateRangeError } from './sandbox-errors.ts';
@@ -209,6 +210,21 @@ export async function searchTerms(db: Db, accountId: string, range: DateRange, o
     keyword_id: row.keyword_id,
     ...toMetrics(row),
   }));
+}
+
+/** Every search term of a campaign, summed per term, no limit (the policy's spend share must see all of them). */
+export async function searchTermTotals(db: Db, accountId: string, range: DateRange, campaignId: string): Promise<SearchTermTotal[]> {
+  const rows = await db
+    .selectFrom('sandbox_search_term_daily as s')
+    .select(['s.search_term', sql<string>`coalesce(sum(s.cost), 0)`.as('cost'), sql<string>`coalesce(sum(s.conversions), 0)`.as('conversions')])
+    .where('s.account_id', '=', accountId)
+    .where('s.campaign_id', '=', campaignId)
+    .where('s.day', '>=', dateParam(range.from))
+    .where('s.day', '<=', dateParam(range.to))
+    .groupBy('s.search_term')
+    .orderBy('s.search_term')
+    .execute();
+  return rows.map((row) => ({ search_term: row.search_term, cost: num(row.cost), conversions: num(row.conversions) }));
 }
 
 /** The limit the port allows: default 50, at least 1, at most 500. */

@@ -1,0 +1,108 @@
+import { sql, type Kysely } from 'kysely';
+import type { WriteModel } from '../../commands/write-model.ts';
+import { bandKey, type AutoApplyTouch, type BandedField } from '../../commands/quota/auto-apply-quota.ts';
+import type { Database } from '../db/schema.ts';
+import type { ActionKind } from '../events/catalogue/index.ts';
+import type { ActionDraft } from './action-draft.ts';
+import { BUDGET_AND_TARGET_KINDS, POLICY_LIMITS, type PolicyContext } from './classify-action.ts';
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day of an instant, YYYY-MM-DD: the day a quota aggregate counts. */
+export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+
+/** The campaign field a budget or target change sets, with its current and proposed values. */
+export function bandedChange(draft: ActionDraft): { campaignId: string; field: BandedField; current: number | null; next: number; safeMax: number } | null {
+  switch (draft.kind) {
+    case 'set_campaign_budget':
+      return { campaignId: draft.params.campaign_id, field: 'daily_budget', current: draft.based_on.daily_budget, next: draft.params.daily_budget, safeMax: POLICY_LIMITS.budgetChangeSafeMax };
+    case 'set_target_cpa':
+      return { campaignId: draft.params.campaign_id, field: 'target_cpa', current: draft.based_on.target_cpa, next: draft.params.target_cpa, safeMax: POLICY_LIMITS.targetChangeSafeMax };
+    case 'set_target_roas':
+      return {
+        campaignId: draft.params.campaign_id,
+        field: 'target_roas_pct',
+        current: draft.based_on.target_roas_pct,
+        next: draft.params.target_roas_pct,
+        safeMax: POLICY_LIMITS.targetChangeSafeMax,
+      };
+    default:
+      return null;
+  }
+}
+
+/** The share (fraction) of the account's 30-day spend a negative or pause touches; null for other kinds. */
+export function spendShareOf(draft: ActionDraft): number | null {
+  switch (draft.kind) {
+    case 'add_negative_keywords': {
+      const { matched_cost_30d, account_cost_30d } = draft.based_on;
+      return account_cost_30d > 0 ? matched_cost_30d / account_cost_30d : 0;
+    }
+    case 'pause_keywords': {
+      const { keywords, account_cost_30d } = draft.based_on;
+      return account_cost_30d > 0 ? keywords.reduce((sum, k) => sum + k.cost_30d, 0) / account_cost_30d : 0;
+    }
+    default:
+      return null;
+  }
+}
+
+/** What reserving an auto-apply slot for this draft must also record and check on the day's quota aggregate. */
+export function autoApplyTouch(draft: ActionDraft): AutoApplyTouch {
+  const banded = bandedChange(draft);
+  if (banded && banded.current !== null) return { kind: 'band', campaignId: banded.campaignId, field: banded.field, current: banded.current, next: banded.next, safeMax: banded.safeMax };
+  const share = spendShareOf(draft);
+  if (share !== null) return { kind: 'spend', share, dailyCap: POLICY_LIMITS.dailyAutoApplySpendShareMax };
+  return { kind: 'none' };
+}
+
+/**
+ * Reads what the policy needs beyond the draft: the day's baseline of the changed field
+ * (from the day's quota aggregate, exact) and the campaign's latest applied budget or target
+ * change (from the approvals read model, which trails the event log by milliseconds; the
+ * apply worker classifies auto-applied actions again right before they go live).
+ */
+export class PolicyContextReader {
+  constructor(
+    private readonly writeModel: WriteModel,
+    private readonly db: Kysely<Database>,
+  ) {}
+
+  /**
+   * @param now the learning period is measured back from it, and it names the UTC day of the baseline
+   * @param options.day the UTC day whose baseline applies, if not now's (an action applied after its day)
+   * @param options.exceptActionId an action not to count as a recent change (the one being classified)
+   */
+  async read(
+    workspaceId: string,
+    accountId: string,
+    draft: ActionDraft,
+    now: Date,
+    options: { readonly day?: string; readonly exceptActionId?: string } = {},
+  ): Promise<PolicyContext> {
+    const banded = bandedChange(draft);
+    if (!banded) return { dayBaseline: null, recentChange: null };
+    const { exceptActionId } = options;
+    const [quota, recentChange] = await Promise.all([
+      this.writeModel.quotas.load(this.writeModel.quotaSubject(workspaceId, accountId, options.day ?? utcDay(now))),
+      this.lastAppliedChange(accountId, banded.campaignId, new Date(now.getTime() - POLICY_LIMITS.learningPeriodDays * DAY_MS), exceptActionId),
+    ]);
+    return { dayBaseline: quota.state.bands[bandKey(banded.campaignId, banded.field)]?.baseline ?? null, recentChange };
+  }
+
+  private async lastAppliedChange(accountId: string, campaignId: string, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']> {
+    const row = await this.db
+      .selectFrom('approvals')
+      .select(['id', 'kind', 'updated_at'])
+      .where('account_id', '=', accountId)
+      .where('status', '=', 'applied')
+      .where('kind', 'in', [...BUDGET_AND_TARGET_KINDS])
+      .where(sql<string>`params->>'campaign_id'`, '=', campaignId)
+      .where('updated_at', '>=', since)
+      .$if(exceptActionId !== undefined, (qb) => qb.where('id', '!=', exceptActionId as string))
+      .orderBy('updated_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? { actionId: row.id, kind: row.kind as ActionKind, appliedAt: new Date(row.updated_at).toISOString() } : null;
+  }
+}

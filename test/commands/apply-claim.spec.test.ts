@@ -1,0 +1,117 @@
+import {
+  ApplyClaimHeldError,
+  ApplyClaimLostError,
+  NothingToApplyError,
+  decideFinishApply,
+  decideHeartbeatApply,
+  decideStartApply,
+  type FinishApply,
+  type HeartbeatApply,
+  type StartApply,
+} from '../../commands/action/action-lifecycle.ts';
+import { actionFolder } from '../../commands/action/action-state.ts';
+import { deciderSpec, recorded } from '../support/decider-spec.ts';
+
+/** docs/policy.md, "Apply worker": one live claim per action; only its holder heartbeats and finishes. */
+const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+const at = (seconds: number) => ({ actor: { kind: 'worker' as const, id: 'w' }, correlationId: 'c', now: new Date(T0 + seconds * 1000) });
+const iso = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
+
+const proposed = recorded('ActionProposed', {
+  action_id: 'a1',
+  run_id: null,
+  kind: 'set_target_cpa',
+  summary: 's',
+  reason: 'r',
+  params: { campaign_id: 'c1', target_cpa: 21 },
+  based_on: {},
+  risk_tier: 'safe',
+  disposition: 'auto_applied',
+  policy_reasons: [],
+  auto_apply_requested: true,
+}, { actor: { kind: 'api_key', id: 'k1' } } as never);
+const claimed = (claimId: string, worker: string, attempt: number, leaseUntilSeconds: number) =>
+  recorded('ActionApplyStarted', { worker_id: worker, attempt, claim_id: claimId, lease_until: iso(leaseUntilSeconds) });
+const heartbeat = (claimId: string, worker: string, leaseUntilSeconds: number) =>
+  recorded('ActionApplyHeartbeat', { worker_id: worker, claim_id: claimId, lease_until: iso(leaseUntilSeconds) });
+
+const start = (claimId: string, seconds: number, workerId = 'w2'): StartApply => ({
+  workspaceId: 'ws',
+  accountId: 'acc',
+  actionId: 'a1',
+  workerId,
+  claimId,
+  leaseMs: 30_000,
+  meta: at(seconds),
+});
+const beat = (claimId: string, seconds: number): HeartbeatApply => ({ workspaceId: 'ws', accountId: 'acc', actionId: 'a1', workerId: 'w1', claimId, leaseMs: 30_000, meta: at(seconds) });
+const finish = (claimId: string | null, result: FinishApply['result'], seconds = 5): FinishApply => ({
+  workspaceId: 'ws',
+  accountId: 'acc',
+  actionId: 'a1',
+  workerId: 'w1',
+  claimId,
+  result,
+  meta: at(seconds),
+});
+
+describe('apply claims (decider specs)', () => {
+  const spec = deciderSpec(actionFolder, decideStartApply);
+  const beats = deciderSpec(actionFolder, decideHeartbeatApply);
+  const finishes = deciderSpec(actionFolder, decideFinishApply);
+
+  it('given an auto_applied action, when a worker claims it, then the claim has an id and a lease', () => {
+    spec.given([proposed]).when(start('k1', 0)).then([{ type: 'ActionApplyStarted', data: { attempt: 1, claim_id: 'k1', lease_until: iso(30) } }]);
+  });
+
+  it('given a live claim, when another worker claims the action, then it is refused', () => {
+    spec.given([proposed, claimed('k1', 'w1', 1, 30)]).when(start('k2', 29)).thenThrows(ApplyClaimHeldError);
+  });
+
+  it('given a claim kept alive by heartbeats, when claimed after the first lease, then still refused', () => {
+    spec.given([proposed, claimed('k1', 'w1', 1, 30), heartbeat('k1', 'w1', 50)]).when(start('k2', 40)).thenThrows(ApplyClaimHeldError);
+  });
+
+  it('given a claim whose lease ran out (its worker died), when another worker claims, then it takes over as attempt 2', () => {
+    spec.given([proposed, claimed('k1', 'w1', 1, 30)]).when(start('k2', 31)).then([{ type: 'ActionApplyStarted', data: { attempt: 2, claim_id: 'k2' } }]);
+  });
+
+  it('given a pre-lease claim (ActionApplyStarted v1), when claimed, then it may be taken over', () => {
+    spec.given([proposed, recorded('ActionApplyStarted', { worker_id: 'old', attempt: 1 })]).when(start('k2', 0)).then([{ type: 'ActionApplyStarted', data: { attempt: 2 } }]);
+  });
+
+  it('given an applied action, when claimed, then there is nothing to apply', () => {
+    spec.given([proposed, claimed('k1', 'w1', 1, 30), recorded('ActionApplied', { worker_id: 'w1', attempt: 1 })]).when(start('k2', 1)).thenThrows(NothingToApplyError);
+  });
+
+  it('heartbeats extend only the own, current claim', () => {
+    beats.given([proposed, claimed('k1', 'w1', 1, 30)]).when(beat('k1', 20)).then([{ type: 'ActionApplyHeartbeat', data: { claim_id: 'k1', lease_until: iso(50) } }]);
+    beats.given([proposed, claimed('k1', 'w1', 1, 30), claimed('k2', 'w2', 2, 70)]).when(beat('k1', 45)).thenThrows(ApplyClaimLostError);
+    beats.given([proposed]).when(beat('k1', 1)).thenThrows(ApplyClaimLostError);
+  });
+
+  it('given a takeover, when the old worker finishes with its stale claim, then it is refused', () => {
+    const takenOver = [proposed, claimed('k1', 'w1', 1, 30), claimed('k2', 'w2', 2, 70)];
+    finishes.given(takenOver).when(finish('k1', { kind: 'applied' }, 45)).thenThrows(ApplyClaimLostError);
+    finishes.given(takenOver).when(finish('k1', { kind: 'failed', error: 'x', willRetry: true }, 45)).thenThrows(ApplyClaimLostError);
+    finishes.given(takenOver).when(finish('k2', { kind: 'applied' }, 45)).then([{ type: 'ActionApplied', data: { attempt: 2 } }]);
+  });
+
+  it('a finish without a claim can only return the action, and not from under a live claim', () => {
+    finishes.given([proposed]).when(finish(null, { kind: 'applied' })).thenThrows(ApplyClaimLostError);
+    finishes.given([proposed, claimed('k1', 'w1', 1, 30)]).when(finish(null, { kind: 'returned', reason: 'kill switch' }, 10)).thenThrows(ApplyClaimHeldError);
+    finishes.given([proposed, claimed('k1', 'w1', 1, 30)]).when(finish(null, { kind: 'returned', reason: 'kill switch' }, 31)).then([{ type: 'ActionReturnedToQueue' }]);
+    finishes.given([proposed]).when(finish(null, { kind: 'returned', reason: 'kill switch' })).then([{ type: 'ActionReturnedToQueue', data: { reason: 'kill switch' } }]);
+  });
+
+  it('a failed attempt ends its claim: the retry claims afresh at once', () => {
+    const failed = recorded('ActionApplyFailed', { worker_id: 'w1', attempt: 1, error: '503', will_retry: true });
+    spec.given([proposed, claimed('k1', 'w1', 1, 30), failed]).when(start('k2', 2)).then([{ type: 'ActionApplyStarted', data: { attempt: 2 } }]);
+  });
+
+  it('after the action left the apply path, a finish under a claim is refused and a claimless return records nothing', () => {
+    const applied = [proposed, claimed('k1', 'w1', 1, 30), recorded('ActionApplied', { worker_id: 'w1', attempt: 1 })];
+    finishes.given(applied).when(finish('k1', { kind: 'applied' })).thenThrows(ApplyClaimLostError);
+    finishes.given(applied).when(finish(null, { kind: 'returned', reason: 'late re-check' })).thenNothing();
+  });
+});
