@@ -8,7 +8,7 @@ import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
 import { rebuildProjection } from '../projections/runtime/rebuild.ts';
 import type { Config } from '../src/config/config.ts';
-import { EMPTY_POSITION, type EventStore, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { EMPTY_POSITION, EventStore, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
 import { SnapshotStore } from '../src/event-store/snapshot-store.ts';
 import { sealEvent } from '../src/events/event-hash.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../src/events/envelope.ts';
@@ -198,6 +198,8 @@ async function benchProjections(): Promise<void> {
             stream: config.eventStream,
             filterSubject: infra.subjects.all,
             projection,
+            // As the service runs them: every event's Ed25519 signature is checked.
+            admission: store.admission,
             logger,
           }),
       );
@@ -235,6 +237,15 @@ async function benchProjections(): Promise<void> {
       compareThroughput('rebuild runs', rebuild.value.events, rebuild.ms, 'ordered read + parse', rebuildBaseline.count, rebuildBaseline.ms);
       figure('rebuild runs, wall time', rebuild.ms / 1000, 's');
       await checkRunsTable(infra, 'after rebuild');
+
+      // The cost of believing only signed events: the same rebuild through a store whose
+      // admission checks structure only (JSON, schema, text, subject), no signatures.
+      const structuralOnly = new EventStore(infra.js, infra.jsm, config.eventStream);
+      const unchecked = await timed(() =>
+        rebuildProjection({ db, store: structuralOnly, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: runsProjection }),
+      );
+      compareThroughput('rebuild runs, signatures checked', rebuild.value.events, rebuild.ms, 'same, signatures not checked', unchecked.value.events, unchecked.ms);
+      await checkRunsTable(infra, 'after rebuild without signature checks');
     });
   } finally {
     await releaseConfig(config);

@@ -378,7 +378,7 @@ function startMain(env: Record<string, string>): Promise<Exited> {
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
   return new Promise((resolve) =>
-    child.once('exit', (code) => {
+    child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     }),

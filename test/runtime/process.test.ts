@@ -19,7 +19,7 @@ function startMain(env: Record<string, string>) {
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise<Exited>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  const exited = new Promise<Exited>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr }))); // after stdout is drained
   return { child, exited, output: () => ({ stdout, stderr }) };
 }
 

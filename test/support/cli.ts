@@ -36,7 +36,9 @@ export function spawnCli(config: Config, args: readonly string[]) {
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  const done = new Promise<CliResult>((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  // 'close', not 'exit': 'exit' can come before the last of stdout has been read, which left
+  // JSON output cut short under load (a flaky "Unexpected end of JSON input").
+  const done = new Promise<CliResult>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done, stdout: () => stdout };
 }
 
