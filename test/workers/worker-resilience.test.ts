@@ -159,9 +159,9 @@ describe('worker loops that cannot be wedged', function () {
     expect(run.status).to.equal('succeeded');
   });
 
-  // Last: a corrupt message stalls this branch's projectors (their quarantine is issue #9's work),
-  // so what follows is checked on the event log, not the read models.
-  it('parks a poison message in both workers (at once when unreadable, after WORKER_MAX_DELIVERIES failures otherwise) and goes on', async () => {
+  // A forged or unreadable message is parked at once by both workers (admission refuses it);
+  // a believable message whose handling keeps failing is covered in test/workers/pull-loop.test.ts.
+  it('parks unreadable and forged (unsigned) messages in both workers at once, and goes on', async () => {
     const tenant = await svc.tenant('poison');
     const other = await svc.tenant('poison-other');
     const infra = svc.service.infrastructure;
@@ -175,13 +175,13 @@ describe('worker loops that cannot be wedged', function () {
     const template = queued.data.find((e) => e.type === 'RunQueued')!;
     const ghost = randomUUID();
     const ghostSubject = writeModel.accountSubject(tenant.workspaceId, ghost);
-    const { seq: _seq, hash: _hash, prev_hash: _prev, ...envelope } = template;
-    // 1: unreadable, on an account subject (agent worker) and on an action subject (apply worker).
+    const { seq: _seq, ...envelope } = template;
+    // Unreadable, on an account subject (agent worker) and on an action subject (apply worker).
     const unreadable = (await js.publish(ghostSubject, '{"not json')).seq;
     const ghostAction = randomUUID();
     const ghostActionSubject = writeModel.actionSubject(tenant.workspaceId, ghost, ghostAction);
     await js.publish(ghostActionSubject, '\u0000');
-    // 2': a well-formed ActionApproved on that action; loading the action fails the same way.
+    // Well-formed but forged: a copy of a signed envelope with other content no longer verifies.
     const approved = {
       ...envelope,
       id: randomUUID(),
@@ -192,17 +192,14 @@ describe('worker loops that cannot be wedged', function () {
       data: { note: 'approved' },
     };
     await js.publish(ghostActionSubject, JSON.stringify(approved));
-    // 2: a well-formed RunQueued on that account; loading the account fails on message 1 every time.
     const failing = (
       await js.publish(ghostSubject, JSON.stringify({ ...envelope, id: randomUUID(), account_id: ghost, aggregate: { type: 'account', id: ghost }, data: { ...template.data, run_id: randomUUID() } }))
     ).seq;
     expect(failing).to.be.greaterThan(unreadable);
 
     await eventually(async () => {
-      expect(await metric(svc, 'worker_parked_messages_total', 'worker="agent-worker",reason="inadmissible"')).to.equal(1);
-      expect(await metric(svc, 'worker_parked_messages_total', 'worker="apply-worker",reason="inadmissible"')).to.equal(1);
-      expect(await metric(svc, 'worker_parked_messages_total', 'worker="agent-worker",reason="failed_repeatedly"')).to.equal(1);
-      expect(await metric(svc, 'worker_parked_messages_total', 'worker="apply-worker",reason="failed_repeatedly"')).to.equal(1);
+      expect(await metric(svc, 'worker_parked_messages_total', 'worker="agent-worker",reason="inadmissible"')).to.equal(2);
+      expect(await metric(svc, 'worker_parked_messages_total', 'worker="apply-worker",reason="inadmissible"')).to.equal(2);
     }, 20_000, 200);
     await eventually(async () => {
       // Nothing left waiting or unacknowledged: the consumer moved past both.

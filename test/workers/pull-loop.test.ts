@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import { createLogger } from '../../src/log/logger.ts';
+import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { ACK, PullLoop, type ParkedMessage } from '../../src/workers/pull-loop.ts';
+import { ChainedAppender } from '../support/chained-appender.ts';
+import { workspaceCreated } from '../support/event-factory.ts';
+import { eventually } from '../support/eventually.ts';
+import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+
+/**
+ * The loop both workers run on, against a real durable consumer: a believable message whose
+ * handling keeps failing is parked after WORKER_MAX_DELIVERIES tries, and the rest flows on.
+ * (That the workers park forged and unreadable messages is in worker-resilience.test.ts.)
+ */
+describe('worker pull loop: a message that keeps failing', () => {
+  const config = isolatedConfig('pullloop');
+  let infra: Infrastructure;
+
+  before(async () => {
+    infra = await openInfrastructure(config, 'test-pull-loop');
+  });
+  after(async () => {
+    await infra.close();
+    await dropIsolated(config);
+  });
+
+  it('is handled exactly maxDeliveries times, then parked as failed_repeatedly; every other message is handled once', async () => {
+    const consumerName = 'pull_loop_test';
+    await infra.jsm.consumers.add(config.eventStream, {
+      durable_name: consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: infra.subjects.all,
+      ack_wait: 30_000_000_000,
+    });
+    const appender = new ChainedAppender(infra);
+    const ids = ['ws-a', 'ws-poison', 'ws-b', 'ws-c'];
+    for (const id of ids) await appender.append(appender.workspaceSubject(id), workspaceCreated(id));
+
+    const handled = new Map<string, number>();
+    const parked: ParkedMessage[] = [];
+    const loop = new PullLoop({
+      name: 'test-worker',
+      concurrency: 2,
+      maxDeliveries: 3,
+      logger: createLogger('silent'),
+      admission: infra.store.admission,
+      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
+      handle: async (_message, event) => {
+        const workspace = event.workspace_id;
+        handled.set(workspace, (handled.get(workspace) ?? 0) + 1);
+        if (workspace === 'ws-poison') throw new Error('this one always fails');
+        return ACK;
+      },
+      onParked: (message) => parked.push(message),
+    });
+    await loop.start();
+    try {
+      await eventually(() => expect(parked).to.have.length(1), 20_000, 100);
+      expect(parked[0]).to.include({ reason: 'failed_repeatedly', error: 'this one always fails' });
+      expect(parked[0]!.subject).to.equal(appender.workspaceSubject('ws-poison'));
+      expect(Object.fromEntries(handled)).to.deep.equal({ 'ws-a': 1, 'ws-poison': 3, 'ws-b': 1, 'ws-c': 1 });
+      await eventually(async () => {
+        const info = await infra.jsm.consumers.info(config.eventStream, consumerName);
+        expect([info.num_pending, info.num_ack_pending]).to.deep.equal([0, 0]);
+      }, 10_000, 100);
+      // Parked means terminated: it does not come back.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(handled.get('ws-poison')).to.equal(3);
+    } finally {
+      await loop.stop();
+    }
+  });
+});
