@@ -34,6 +34,15 @@ export interface Config {
   readonly runModelBudgetMs: number;
   readonly agentWorkerConcurrency: number;
   readonly agentAckWaitMs: number;
+  /** Requests per second per API key; 0 turns the rate limiter off (benchmarks only). */
+  readonly rateLimitRps: number;
+  readonly rateLimitBurst: number;
+  readonly rateLimitAnonymousRps: number;
+  readonly rateLimitAnonymousBurst: number;
+  /** 0 means unlimited. */
+  readonly workspaceRunsPerHour: number;
+  /** 0 means unlimited. */
+  readonly workspaceModelTokensPerDay: number;
 }
 
 export interface ConfigVariable {
@@ -64,6 +73,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
   { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
   { name: 'AGENT_ACK_WAIT_MS', default: '30000', description: 'A run whose worker stops heartbeating for this long is taken as dead and failed with internal.' },
+  { name: 'RATE_LIMIT_RPS', default: '20', description: 'Requests per second each API key may sustain (token bucket, per HTTP process); 0 turns rate limiting off.' },
+  { name: 'RATE_LIMIT_BURST', default: '40', description: 'Requests an idle API key may send at once.' },
+  { name: 'RATE_LIMIT_ANONYMOUS_RPS', default: '2', description: 'Requests per second per client address for requests without a valid key.' },
+  { name: 'RATE_LIMIT_ANONYMOUS_BURST', default: '10', description: 'Requests without a valid key an idle client address may send at once.' },
+  { name: 'WORKSPACE_RUNS_PER_HOUR', default: '120', description: 'Runs a workspace may start in any rolling hour (POST /api/v1/runs answers 429 beyond); 0 means unlimited.' },
+  { name: 'WORKSPACE_MODEL_TOKENS_PER_DAY', default: '5000000', description: 'Model tokens (input + output) a workspace may use per UTC day before POST /api/v1/runs answers 429; 0 means unlimited.' },
 ];
 
 export class ConfigError extends Error {
@@ -151,6 +166,12 @@ export function loadConfig(env: Env = process.env): Config {
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
     agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
+    rateLimitRps: integer('RATE_LIMIT_RPS', 0, 100_000),
+    rateLimitBurst: integer('RATE_LIMIT_BURST', 1, 1_000_000),
+    rateLimitAnonymousRps: integer('RATE_LIMIT_ANONYMOUS_RPS', 1, 100_000),
+    rateLimitAnonymousBurst: integer('RATE_LIMIT_ANONYMOUS_BURST', 1, 1_000_000),
+    workspaceRunsPerHour: integer('WORKSPACE_RUNS_PER_HOUR', 0, 1_000_000),
+    workspaceModelTokensPerDay: integer('WORKSPACE_MODEL_TOKENS_PER_DAY', 0, 1_000_000_000_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

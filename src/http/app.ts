@@ -1,5 +1,5 @@
 import type { Router } from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
@@ -16,11 +16,13 @@ export interface HttpAppOptions {
   readonly readiness: readonly ReadinessCheck[];
   /** Sees every finished request (metrics). */
   readonly observeRequest?: RequestObserver;
+  /** Run inside the error handler, before any route (the rate limiter). */
+  readonly beforeRoutes?: readonly Middleware[];
 }
 
 /**
- * Assembles the Koa app: request id → access log → error handler → 404 fallback →
- * health routes → feature routers (each followed by its 405/501 handling).
+ * Assembles the Koa app: request id → access log → error handler → rate limiter →
+ * 404 fallback → health routes → feature routers (each followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
  * both need the request id.
  */
@@ -38,6 +40,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.use(requestId());
   app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
+  for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
   for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {
     app.use(router.routes());

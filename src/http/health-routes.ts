@@ -12,6 +12,9 @@ export interface CheckResult {
   readonly detail?: string;
 }
 
+/** Probes answer even under a flood: the rate limiter lets them through (docs/api.md). */
+export const HEALTH_PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
 /** A hung dependency must make the instance not ready, not hang the orchestrator's probe. */
 export const READINESS_TIMEOUT_MS = 2000;
 

@@ -18,6 +18,7 @@ export class ServiceMetrics {
   readonly httpRequests: Histogram<'method' | 'route' | 'status'>;
   readonly runsFinished: Counter<'outcome' | 'code'>;
   readonly applyResults: Counter<'result'>;
+  readonly apiKeyLookups: Counter<'source'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -39,6 +40,12 @@ export class ServiceMetrics {
       name: 'apply_results_total',
       help: 'Apply attempts this process ended: applied, failed (will retry) or returned to the queue.',
       labelNames: ['result'],
+      registers,
+    });
+    this.apiKeyLookups = new Counter({
+      name: 'api_key_lookups_total',
+      help: 'API key lookups by where they were answered: cache, unknown_cache (a key id known not to exist) or database.',
+      labelNames: ['source'],
       registers,
     });
     new Gauge({

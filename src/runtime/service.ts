@@ -3,6 +3,7 @@ import type { Logger } from '../log/logger.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { createHttpApp } from '../http/app.ts';
+import { HEALTH_PROBE_PATHS } from '../http/health-routes.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
 import { KeyDirectory } from '../auth/key-directory.ts';
 import { IdempotencyStore } from '../http/idempotency/idempotency-store.ts';
@@ -24,6 +25,7 @@ import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
+import { rateLimit } from '../http/middleware/rate-limit.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { ReadBarrier } from './read-barrier.ts';
 import { readinessChecks } from './readiness.ts';
@@ -76,7 +78,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let http: HttpServer | undefined;
   if (config.roles.includes('http')) {
-    const keys = new KeyDirectory(database.db);
+    const keys = new KeyDirectory(database.db, { onLookup: (source) => metrics.apiKeyLookups.inc({ source }) });
     keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
     const idempotency = new IdempotencyStore(database.db);
     // Ends open event streams when the server stops, so in-flight requests can finish.
@@ -110,6 +112,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       ],
       observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
       readiness: readinessChecks({ infrastructure, projectors }),
+      beforeRoutes: config.rateLimitRps === 0 ? [] : [
+        rateLimit({
+          keys,
+          perKey: { name: 'api-key', ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst },
+          perAddress: { name: 'client-address', ratePerSecond: config.rateLimitAnonymousRps, burst: config.rateLimitAnonymousBurst },
+          exemptPaths: HEALTH_PROBE_PATHS,
+        }),
+      ],
     });
     http = await startHttpServer(app, { host: config.host, port: config.port, logger });
     const sweep = setInterval(() => void idempotency.sweep().catch(() => undefined), 3_600_000);
@@ -126,7 +136,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (config.roles.includes('agent-worker')) {
     agentWorker = new AgentWorker({
       infrastructure,
-      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs },
+      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs, logger },
       concurrency: config.agentWorkerConcurrency,
       logger,
       shutdownGraceMs: config.shutdownGraceMs,
