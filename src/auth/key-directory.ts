@@ -95,28 +95,17 @@ export class KeyDirectory {
     this.clearCaches();
   }
 
-  /** The cached answer for `keyId`, without touching the database. */
+  /** The cached answer for `keyId`, without touching the database (a hit counts as a lookup). */
   cached(keyId: string): CachedKey {
-    if (!this.live) return undefined;
-    const record = this.cache.get(keyId);
-    if (record) return record;
-    const expires = this.unknown.get(keyId);
-    if (expires === undefined) return undefined;
-    if (expires > this.now()) return 'unknown';
-    this.unknown.delete(keyId);
-    return undefined;
+    const hit = this.peek(keyId);
+    if (hit !== undefined) this.options.onLookup?.(hit === 'unknown' ? 'unknown_cache' : 'cache');
+    return hit;
   }
 
   async find(keyId: string): Promise<KeyRecord | null> {
     const cached = this.cached(keyId);
-    if (cached === 'unknown') {
-      this.options.onLookup?.('unknown_cache');
-      return null;
-    }
-    if (cached) {
-      this.options.onLookup?.('cache');
-      return cached;
-    }
+    if (cached === 'unknown') return null;
+    if (cached) return cached;
     this.options.onLookup?.('database');
     const generation = this.live ? this.generation : -1;
     const row = await this.db
@@ -138,6 +127,17 @@ export class KeyDirectory {
     };
     if (this.stillLive(generation) && !record.revoked) this.cache.set(keyId, record);
     return record;
+  }
+
+  private peek(keyId: string): CachedKey {
+    if (!this.live) return undefined;
+    const record = this.cache.get(keyId);
+    if (record) return record;
+    const expires = this.unknown.get(keyId);
+    if (expires === undefined) return undefined;
+    if (expires > this.now()) return 'unknown';
+    this.unknown.delete(keyId);
+    return undefined;
   }
 
   private rememberUnknown(keyId: string): void {

@@ -216,7 +216,7 @@ const streamDataSchemaName = (event: RunStreamEvent) =>
 /** Every (type, version) of the event catalogue: what a history entry can be. */
 const EVENT_TYPES = [...new Set(EVENT_DEFINITIONS.map((definition) => definition.type))];
 
-export const openApiDocument = {
+const baseDocument = {
   openapi: '3.1.0',
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   info: {
@@ -289,6 +289,13 @@ export const openApiDocument = {
               'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another body ' +
               '(`idempotency-key-reused`).',
             headers: requestIdHeader,
+            content: problem(),
+          },
+          '429': {
+            description:
+              'Over the request rate (`rate-limited`, with `policy`), or a workspace quota is used up (`quota-exceeded`, with `quota`: ' +
+              '`runs_per_hour` or `model_tokens_per_day`, `limit`, `used` and `resets_at`). Retry after `Retry-After` seconds.',
+            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
             content: problem(),
           },
           '500': responseRef('InternalError'),
@@ -896,8 +903,26 @@ export const openApiDocument = {
         required: true,
         schema: { type: 'string', pattern: '^Bearer ' },
       },
+      RateLimitPolicy: {
+        description:
+          'The limit this request was counted against (draft-ietf-httpapi-ratelimit-headers-10): `"api-key"` (per API key) or ' +
+          '`"client-address"` (requests without a valid key), `q` requests per `w` seconds. Absent when rate limiting is off.',
+        required: false,
+        schema: { type: 'string', pattern: '^"(api-key|client-address)";q=[0-9]+;w=[0-9]+$' },
+      },
+      RateLimit: {
+        description: 'What is left of that limit: `r` requests now, `t` seconds until the whole quota is available again.',
+        required: false,
+        schema: { type: 'string', pattern: '^"(api-key|client-address)";r=[0-9]+;t=[0-9]+$' },
+      },
     },
     responses: {
+      RateLimited: {
+        description:
+          'Over the request rate (`rate-limited`, with `policy`: `api-key` or `client-address`); retry after `Retry-After` seconds.',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
+        content: problem(),
+      },
       BadRequest: {
         description: 'The body is not JSON (`malformed-json`) or the Idempotency-Key header is invalid (`invalid-idempotency-key`).',
         headers: requestIdHeader,
@@ -1468,6 +1493,36 @@ export const openApiDocument = {
     },
   },
 } as const satisfies OpenApiDocument;
+
+/** Paths the rate limiter lets through (health-routes.ts HEALTH_PROBE_PATHS). */
+const UNLIMITED_PATHS: readonly string[] = ['/healthz', '/readyz'];
+const RESPONSE_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+/**
+ * Every operation behind the rate limiter can answer 429 `rate-limited`, and each of its
+ * responses carries the RateLimit headers; added here so no operation can be forgotten.
+ */
+function withRateLimits<T>(base: T): T {
+  const document = structuredClone(base) as unknown as {
+    paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; $ref?: string }> }>>;
+    components: { headers: Record<string, unknown>; responses: Record<string, { headers?: Record<string, unknown> }> };
+  };
+  const rateLimitHeaders = { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimitPolicy') };
+  for (const [path, item] of Object.entries(document.paths)) {
+    if (UNLIMITED_PATHS.includes(path)) continue;
+    for (const [method, operation] of Object.entries(item)) {
+      if (!RESPONSE_METHODS.includes(method)) continue;
+      operation.responses['429'] ??= responseRef('RateLimited');
+      for (const response of Object.values(operation.responses)) {
+        if (response.$ref === undefined) response.headers = { ...response.headers, ...rateLimitHeaders };
+      }
+    }
+  }
+  for (const response of Object.values(document.components.responses)) response.headers = { ...response.headers, ...rateLimitHeaders };
+  return document as unknown as T;
+}
+
+export const openApiDocument = withRateLimits(baseDocument);
 
 export interface OpenApiDeployment {
   readonly publicBaseUrl: string;
