@@ -3,7 +3,7 @@ import Koa, { type Middleware } from 'koa';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
-import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
+import { createHealthRouter, type ReadinessAudience, type ReadinessCheck } from './health-routes.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { requestId, requestIdOf } from './middleware/request-id.ts';
@@ -16,6 +16,8 @@ export interface HttpAppOptions {
   readonly readiness: readonly ReadinessCheck[];
   /** Sees every finished request (metrics). */
   readonly observeRequest?: RequestObserver;
+  /** Who sees /readyz's per-check details; loopback only when not given. */
+  readonly readinessAudience?: ReadinessAudience;
   /** Run inside the error handler, before any route (the rate limiter). */
   readonly beforeRoutes?: readonly Middleware[];
 }
@@ -42,7 +44,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
   for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
-  for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {
+  for (const router of [createHealthRouter(options.readiness, logger, options.readinessAudience), ...options.routers]) {
     app.use(router.routes());
     app.use(allowedMethods(router));
   }

@@ -26,6 +26,8 @@ export interface ProposalRequest {
   readonly reason: string;
   readonly autoApply: boolean;
   readonly meta: CommandMeta;
+  /** Chosen by the caller when a retry must find the same action (Idempotency-Key); new otherwise. */
+  readonly actionId?: string;
 }
 
 export function approvalsUrl(publicBaseUrl: string, accountId: string): string {
@@ -49,7 +51,7 @@ export class ProposalService {
 
   async propose(request: ProposalRequest): Promise<ActionRepresentation> {
     const classification = classifyAction(request.draft);
-    const actionId = uuidv7();
+    const actionId = request.actionId ?? uuidv7();
     const { disposition, reasons } = await this.decideDisposition(request, classification, actionId);
     await this.writeModel.proposeAction({
       workspaceId: request.workspaceId,

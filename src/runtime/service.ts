@@ -3,7 +3,8 @@ import type { Logger } from '../log/logger.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { createHttpApp } from '../http/app.ts';
-import { HEALTH_PROBE_PATHS } from '../http/health-routes.ts';
+import { HEALTH_PROBE_PATHS, isLoopback } from '../http/health-routes.ts';
+import { authenticateHeader, type Authentication } from '../auth/authenticate.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
 import { KeyDirectory } from '../auth/key-directory.ts';
 import { IdempotencyStore } from '../http/idempotency/idempotency-store.ts';
@@ -112,6 +113,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       ],
       observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
       readiness: readinessChecks({ infrastructure, projectors }),
+      readinessAudience: async (ctx) => {
+        if (isLoopback(ctx.ip)) return true;
+        const header = ctx.get('authorization');
+        if (!header) return false;
+        const authentication = (ctx.state.authentication as Authentication | undefined) ?? (await authenticateHeader(keys, header));
+        return authentication.kind === 'authenticated' && authentication.principal.scope === 'admin';
+      },
       beforeRoutes: config.rateLimitRps === 0 ? [] : [
         rateLimit({
           keys,

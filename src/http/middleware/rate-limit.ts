@@ -13,7 +13,7 @@ export interface RateLimitOptions {
   readonly perKey: BucketPolicy;
   /** Each client address's bucket, for requests without a valid key. */
   readonly perAddress: BucketPolicy;
-  /** Paths never limited (health probes must keep answering under a flood). */
+  /** Paths not limited for requests without credentials (health probes must keep answering under a flood). */
   readonly exemptPaths: ReadonlySet<string>;
 }
 
@@ -39,7 +39,8 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   };
 
   return async (ctx, next) => {
-    if (exemptPaths.has(ctx.path)) return next();
+    // A probe sends no credentials; one that does is checked like any request (it may be after /readyz details).
+    if (exemptPaths.has(ctx.path) && !ctx.get('authorization')) return next();
     const presented = presentedKey(ctx.get('authorization'));
     let authentication: Authentication | undefined;
     if (presented instanceof UnauthorizedError) {

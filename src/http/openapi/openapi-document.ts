@@ -460,16 +460,23 @@ const baseDocument = {
           'safe-apply policy and auto-apply gates as the agent’s, and the response is the resulting action. `target_cpa` needs ' +
           '`maximize_conversions` with a target CPA, `target_roas_pct` needs `maximize_conversion_value` with a target ROAS; anything ' +
           'else is refused with 409 `strategy-mismatch` (changing the strategy type is not supported). A campaign on a portfolio ' +
-          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied.',
-        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), parameterRef('XRequestId')],
+          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied. ' +
+          '`Idempotency-Key` works exactly as on POST /api/v1/runs: a retry replays the first 200 with `Idempotent-Replayed: true` ' +
+          '(the same action, never a second proposal), another body under the same key answers 422 `idempotency-key-reused`, and a ' +
+          'retry while the first request runs answers 409 `idempotent-request-in-progress`.',
+        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), { $ref: '#/components/parameters/IdempotencyKey' }, parameterRef('XRequestId')],
         requestBody: {
           required: true,
           description: 'Exactly one of `target_cpa` and `target_roas_pct` (both or neither: 422). Unknown members are refused (422).',
           content: json(ref('SetTargetRequest')),
         },
         responses: {
-          '200': { description: 'The proposed action.', headers: requestIdHeader, content: json(ref('TargetAction')) },
-          '400': responseRef('MalformedJson'),
+          '200': {
+            description: 'The proposed action (or, with `Idempotent-Replayed: true`, the replay of the first answer).',
+            headers: { ...requestIdHeader, 'Idempotent-Replayed': headerRef('IdempotentReplayed') },
+            content: json(ref('TargetAction')),
+          },
+          '400': responseRef('BadRequest'),
           '401': responseRef('Unauthorized'),
           '403': responseRef('Forbidden'),
           '404': {
@@ -480,13 +487,20 @@ const baseDocument = {
           '409': {
             description:
               'The target does not fit the campaign’s bidding strategy (`strategy-mismatch`, naming the strategy and the field it takes), ' +
-              'or the account has no connected advertising platform (`account-not-connected`).',
-            headers: requestIdHeader,
+              'or the account has no connected advertising platform (`account-not-connected`), or a request with the same ' +
+              'Idempotency-Key is still being processed (`idempotent-request-in-progress`, with `Retry-After`).',
+            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfterOptional') },
             content: problem('TargetConflictProblem'),
           },
           '413': responseRef('PayloadTooLarge'),
           '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
+          '422': {
+            description:
+              'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another ' +
+              'request (`idempotency-key-reused`).',
+            headers: requestIdHeader,
+            content: problem(),
+          },
           '500': responseRef('InternalError'),
           '503': responseRef('ServiceUnavailable'),
         },
@@ -680,7 +694,10 @@ const baseDocument = {
         operationId: 'readiness',
         tags: ['operations'],
         summary: 'Readiness probe',
-        description: 'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks.',
+        description:
+          'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks. ' +
+          'The per-check `checks` are shown only to a request from loopback or with an admin key (they name internals); everyone else ' +
+          'gets `status` alone. Probes without credentials are never rate limited.',
         ...unauthenticated,
         responses: {
           '200': {
@@ -1235,7 +1252,7 @@ const baseDocument = {
           {
             type: 'object',
             properties: {
-              type: { type: 'string', pattern: '/problems/(strategy-mismatch|account-not-connected)$' },
+              type: { type: 'string', pattern: '/problems/(strategy-mismatch|account-not-connected|idempotent-request-in-progress)$' },
               status: { const: 409 },
             },
           },
@@ -1476,7 +1493,7 @@ const baseDocument = {
       Readiness: {
         type: 'object',
         additionalProperties: false,
-        required: ['status', 'checks'],
+        required: ['status'],
         properties: {
           status: { enum: ['ready', 'not_ready'] },
           checks: {
@@ -1494,13 +1511,12 @@ const baseDocument = {
   },
 } as const satisfies OpenApiDocument;
 
-/** Paths the rate limiter lets through (health-routes.ts HEALTH_PROBE_PATHS). */
-const UNLIMITED_PATHS: readonly string[] = ['/healthz', '/readyz'];
 const RESPONSE_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 /**
- * Every operation behind the rate limiter can answer 429 `rate-limited`, and each of its
- * responses carries the RateLimit headers; added here so no operation can be forgotten.
+ * Every operation can answer 429 `rate-limited` (the probes only when called with
+ * credentials), and each response may carry the RateLimit headers; added here so no
+ * operation can be forgotten.
  */
 function withRateLimits<T>(base: T): T {
   const document = structuredClone(base) as unknown as {
@@ -1508,8 +1524,7 @@ function withRateLimits<T>(base: T): T {
     components: { headers: Record<string, unknown>; responses: Record<string, { headers?: Record<string, unknown> }> };
   };
   const rateLimitHeaders = { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimitPolicy') };
-  for (const [path, item] of Object.entries(document.paths)) {
-    if (UNLIMITED_PATHS.includes(path)) continue;
+  for (const item of Object.values(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       if (!RESPONSE_METHODS.includes(method)) continue;
       operation.responses['429'] ??= responseRef('RateLimited');
