@@ -140,7 +140,7 @@ describe('OpenAPI document', function () {
 
   it('describes the run event stream: text/event-stream, 204 after the end, Last-Event-ID, each event name', () => {
     const stream = served.paths['/api/v1/runs/{runId}/events']!.get!;
-    expect(Object.keys(stream.responses)).to.have.members(['200', '204', '401', '404', '500']);
+    expect(Object.keys(stream.responses)).to.have.members(['200', '204', '401', '404', '429', '500']);
     const ok = stream.responses['200'] as { content: Record<string, { 'x-itemSchema'?: unknown }> };
     expect(Object.keys(ok.content)).to.deep.equal(['text/event-stream']);
     expect(ok.content['text/event-stream']!['x-itemSchema']).to.deep.equal({ $ref: '#/components/schemas/RunStreamMessage' });
