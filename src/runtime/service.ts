@@ -129,7 +129,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         }),
       ],
     });
-    http = await startHttpServer(app, { host: config.host, port: config.port, logger });
+    http = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
     const sweep = setInterval(() => void idempotency.sweep().catch(() => undefined), 3_600_000);
     sweep.unref();
     stopHttp.push(async () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { connect } from 'node:net';
 import * as osModule from 'node:os';
 import type { ModelClient } from '../../src/agent/model/model-port.ts';
 import { startAgentWorker } from '../support/agent-worker.ts';
@@ -46,6 +47,30 @@ describe('smaller holes (issue #10 item 8)', function () {
       const largest = await call(svc, 'GET', `${approvalsPath(tenant.accounts.sandbox)}?cursor=${Number.MAX_SAFE_INTEGER}`, { key: tenant.keys.read });
       expect(largest.status).to.equal(200);
       expect(largest.body.data).to.deep.equal([]);
+    });
+  });
+
+  describe('requests node’s HTTP parser refuses', () => {
+    it('answers oversized headers with a 431 problem, not a bare status line', async () => {
+      const response = await fetch(`${svc.baseUrl}/api/v1/accounts`, { headers: { 'x-padding': 'a'.repeat(20_000) } });
+      expect(response.status).to.equal(431);
+      expect(response.headers.get('content-type')).to.equal('application/problem+json');
+      const body = (await response.json()) as Record<string, unknown>;
+      expect(body).to.include({ type: 'http://api.test/problems/headers-too-large', status: 431 });
+      expect(body.request_id).to.equal(response.headers.get('x-request-id'));
+    });
+
+    it('answers a request that is not HTTP with a 400 problem', async () => {
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = connect(svc.service.http!.port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n'));
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString()));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      expect(raw).to.match(/^HTTP\/1\.1 400 /);
+      expect(raw).to.include('Content-Type: application/problem+json');
+      expect(raw).to.include('"type":"http://api.test/problems/malformed-request"');
     });
   });
 
