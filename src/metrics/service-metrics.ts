@@ -19,6 +19,7 @@ export class ServiceMetrics {
   readonly runsFinished: Counter<'outcome' | 'code'>;
   readonly applyResults: Counter<'result'>;
   readonly apiKeyLookups: Counter<'source'>;
+  readonly rateLimited: Counter<'policy'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -46,6 +47,12 @@ export class ServiceMetrics {
       name: 'api_key_lookups_total',
       help: 'API key lookups by where they were answered: cache, unknown_cache (a key id known not to exist) or database.',
       labelNames: ['source'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'http_rate_limited_total',
+      help: 'Requests refused with 429 rate-limited, by policy: api-key or client-address.',
+      labelNames: ['policy'],
       registers,
     });
     new Gauge({

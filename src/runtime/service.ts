@@ -126,6 +126,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           perKey: { name: 'api-key', ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst },
           perAddress: { name: 'client-address', ratePerSecond: config.rateLimitAnonymousRps, burst: config.rateLimitAnonymousBurst },
           exemptPaths: HEALTH_PROBE_PATHS,
+          onLimited: (policy) => metrics.rateLimited.inc({ policy }),
         }),
       ],
     });

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { generateApiKey } from '../../src/auth/api-key.ts';
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import { createLogger } from '../../src/log/logger.ts';
 import { revokeKey } from '../../src/operator/operator-commands.ts';
+import { startService } from '../../src/runtime/service.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, expectProblem, type ApiResult } from '../api/support/api-call.ts';
 
@@ -8,6 +11,24 @@ const KEY_RPS = 1;
 const KEY_BURST = 40;
 const ANONYMOUS_RPS = 1;
 const ANONYMOUS_BURST = 5;
+
+/** The environment of another process of the same deployment (same stream, schema, limits). */
+function sameDeployment(config: Config): Record<string, string> {
+  return {
+    PORT: '0',
+    NATS_URL: config.natsUrl,
+    DATABASE_URL: config.databaseUrl,
+    DATABASE_SCHEMA: config.databaseSchema,
+    EVENT_STREAM: config.eventStream,
+    EVENT_SUBJECT_PREFIX: config.subjectPrefix,
+    PUBLIC_BASE_URL: config.publicBaseUrl,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_RPS: String(config.rateLimitRps),
+    RATE_LIMIT_BURST: String(config.rateLimitBurst),
+    RATE_LIMIT_ANONYMOUS_RPS: String(config.rateLimitAnonymousRps),
+    RATE_LIMIT_ANONYMOUS_BURST: String(config.rateLimitAnonymousBurst),
+  };
+}
 
 /** A well-formed key whose id no workspace has. */
 const madeUpKey = (): string => generateApiKey().key;
@@ -103,6 +124,12 @@ describe('rate limits', function () {
       expect(real.headers.get('ratelimit')).to.match(new RegExp(`^"api-key";r=${KEY_BURST - 1};`));
     });
 
+    it('counts refusals per policy in /metrics', async () => {
+      const text = await (await svc.request('GET', '/metrics', { key: other.keys.read })).text();
+      const limited = Number(/^http_rate_limited_total\{policy="api-key"\} (\d+)/m.exec(text)?.[1]);
+      expect(limited).to.be.at.least(200 - KEY_BURST - 5);
+    });
+
     it('does not limit the health probes', async () => {
       for (let i = 0; i < ANONYMOUS_BURST * 3; i++) {
         const healthz = await svc.request('GET', '/healthz');
@@ -110,6 +137,41 @@ describe('rate limits', function () {
         expect(healthz.headers.get('ratelimit')).to.equal(null);
       }
     });
+  });
+
+  describe('across processes', () => {
+    let first: TestService;
+
+    before(async () => {
+      first = await startTestService('rate-limit-procs', {
+        ROLES: API_TEST_ROLES,
+        RATE_LIMIT_RPS: String(KEY_RPS),
+        RATE_LIMIT_BURST: String(KEY_BURST),
+      });
+    });
+
+    after(async () => {
+      await first?.stop();
+    });
+
+    it('holds per process, as documented: a second HTTP process gives the same key its own bucket', async () => {
+      const second = await startService(loadConfig({ ...sameDeployment(first.config), ROLES: 'http' }), createLogger('silent'));
+      try {
+        const fresh = await first.tenant('limit-d');
+        const counts = { first: 0, second: 0 };
+        for (const [name, base] of [['first', first.baseUrl], ['second', second.http!.url]] as const) {
+          const results = await Promise.all(
+            Array.from({ length: KEY_BURST + 10 }, () => fetch(`${base}/api/v1/accounts`, { headers: { authorization: `Bearer ${fresh.keys.read}` } })),
+          );
+          counts[name] = results.filter((r) => r.status === 200).length;
+        }
+        expect(counts.first).to.be.within(KEY_BURST, KEY_BURST + 3);
+        expect(counts.second).to.be.within(KEY_BURST, KEY_BURST + 3);
+      } finally {
+        await second.stop();
+      }
+    });
+
   });
 
   describe('without a valid key', () => {

@@ -15,6 +15,8 @@ export interface RateLimitOptions {
   readonly perAddress: BucketPolicy;
   /** Paths not limited for requests without credentials (health probes must keep answering under a flood). */
   readonly exemptPaths: ReadonlySet<string>;
+  /** Sees every refused request (metrics). */
+  readonly onLimited?: (policy: string) => void;
 }
 
 /**
@@ -27,14 +29,17 @@ export interface RateLimitOptions {
  * keeps them on problem responses.
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const { keys, perKey, perAddress, exemptPaths } = options;
+  const { keys, perKey, perAddress, exemptPaths, onLimited } = options;
   const keyBuckets = new TokenBuckets(perKey);
   const addressBuckets = new TokenBuckets(perAddress);
 
   const spend = (ctx: Context, buckets: TokenBuckets, policy: BucketPolicy, subject: string): void => {
     const decision = buckets.take(subject);
     const headers = rateLimitHeaders(policy, decision);
-    if (!decision.allowed) throw new RateLimitedError(policy.name, decision.retryAfterSeconds, headers);
+    if (!decision.allowed) {
+      onLimited?.(policy.name);
+      throw new RateLimitedError(policy.name, decision.retryAfterSeconds, headers);
+    }
     ctx.set(headers);
   };
 
