@@ -4,9 +4,10 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../src/config/config.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { startService, type RunningService } from '../src/runtime/service.ts';
-import { startBenchService } from './support/bench-service.ts';
 import { TokenBuckets } from '../src/http/rate-limit/token-buckets.ts';
-import { compare, figure, note, now, section } from './support/report.ts';
+import { compare, compareLatency, compareThroughput, figure, note, now, section } from './support/report.ts';
+import { createAccount } from '../src/operator/operator-commands.ts';
+import { httpLoad, inPool, startBenchService } from './support/bench-service.ts';
 
 /**
  * The per-request cost of the rate limiter (issue 10): GET of one terminal run (served from
@@ -20,6 +21,7 @@ import { compare, figure, note, now, section } from './support/report.ts';
 const CONNECTIONS = 16;
 const SECONDS = 5;
 const ROUNDS = 3;
+const POSTS = 200;
 
 interface CannonResult {
   readonly requests: { readonly average: number; readonly total: number };
@@ -65,6 +67,7 @@ export async function run(): Promise<void> {
     RATE_LIMIT_BURST: '1000000',
   });
   let unlimited: RunningService | undefined;
+  let quotas: RunningService | undefined;
   try {
     const tenant = await limited.tenant('bench-limits');
     const created = await limited.request('POST', '/api/v1/runs', { key: tenant.keys.read, body: { brief: 'Benchmark run.', project_id: tenant.accounts.sandbox } });
@@ -90,13 +93,33 @@ export async function run(): Promise<void> {
     compare({ name: 'with limiter p50', value: p50('limiter'), unit: 'ms', baselineName: 'RATE_LIMIT_RPS=0 p50', baselineValue: p50('no limiter') });
     compare({ name: 'with limiter p99', value: p99('limiter'), unit: 'ms', baselineName: 'RATE_LIMIT_RPS=0 p99', baselineValue: p99('no limiter') });
     note(`requests: ${totals.limiter.reduce((s, r) => s + r.requests.total, 0)} with the limiter, ${totals['no limiter'].reduce((s, r) => s + r.requests.total, 0)} without; every one 200`);
+
+    // The workspace quota check at POST /runs: one process with both quotas on (limits far above the load), one with them off.
+    quotas = await startService(
+      loadConfig({ ...configEnv(limited.config), ROLES: 'http', RATE_LIMIT_RPS: '0', WORKSPACE_RUNS_PER_HOUR: '1000000', WORKSPACE_MODEL_TOKENS_PER_DAY: '1000000000' }),
+      createLogger('silent'),
+    );
+    const infra = limited.service.infrastructure;
+    const accounts = await inPool(Array.from({ length: 2 * POSTS }, (_, i) => i), 16, async (i) => (await createAccount(infra, tenant.workspaceId, `quota ${i}`, 'none')).value.id);
+    const post = (base: string, offset: number) => (i: number) =>
+      fetch(`${base}/api/v1/runs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.keys.write}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ brief: 'Benchmark run.', project_id: accounts[offset + i] }),
+      });
+    section(`POST /api/v1/runs, ${POSTS} runs of one workspace each, 16 at once (in-process fetch)`);
+    const withQuotas = await httpLoad(POSTS, 16, 202, post(quotas.http!.url, 0));
+    const withoutQuotas = await httpLoad(POSTS, 16, 202, post(unlimited.http!.url, POSTS));
+    compareThroughput('with workspace quotas', POSTS, withQuotas.ms, 'quotas 0 (off)', POSTS, withoutQuotas.ms, 'req/s');
+    compareLatency('with workspace quotas', withQuotas.latencies, 'quotas 0 (off)', withoutQuotas.latencies);
   } finally {
+    await quotas?.stop();
     await unlimited?.stop();
     await limited.stop();
   }
 }
 
-/** The environment that reproduces `config` (same stream, schema and subject prefix). */
+/** The environment that reproduces `config` (same stream, schema and subject prefix), quotas off. */
 function configEnv(config: ReturnType<typeof loadConfig>): Record<string, string> {
   return {
     PORT: '0',
@@ -108,5 +131,7 @@ function configEnv(config: ReturnType<typeof loadConfig>): Record<string, string
     EVENT_SUBJECT_PREFIX: config.subjectPrefix,
     PUBLIC_BASE_URL: config.publicBaseUrl,
     LOG_LEVEL: 'silent',
+    WORKSPACE_RUNS_PER_HOUR: '0',
+    WORKSPACE_MODEL_TOKENS_PER_DAY: '0',
   };
 }

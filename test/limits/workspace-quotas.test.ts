@@ -55,6 +55,15 @@ describe('workspace quotas at POST /api/v1/runs', function () {
       expect(replay.body.id).to.equal(first.body.id);
     });
 
+    it('does not charge a request that was refused (409 run-in-progress)', async () => {
+      const fresh = await svc.tenant('quota-refused');
+      const busy = await freshAccount(svc, fresh.workspaceId);
+      expect((await post(fresh, {}, busy)).status).to.equal(202);
+      for (let i = 0; i < 5; i++) expectProblem(await post(fresh, {}, busy), 409, 'run-in-progress');
+      for (let i = 1; i < RUNS_PER_HOUR; i++) expect((await post(fresh)).status, `run ${i + 1}`).to.equal(202);
+      expectProblem(await post(fresh), 429, 'quota-exceeded');
+    });
+
     it('admits exactly the quota of 12 concurrent runs of one workspace', async () => {
       const fresh = await svc.tenant('quota-race');
       const accounts = await Promise.all(Array.from({ length: 12 }, () => freshAccount(svc, fresh.workspaceId)));

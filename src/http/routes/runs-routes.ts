@@ -42,7 +42,6 @@ export function runsRouter(api: ApiContext): Router {
       modelTokensPerDay: api.config.workspaceModelTokensPerDay,
       runTimeoutMs: api.config.runTimeoutMs,
     },
-    () => api.barrier.catchUp(RUNS_PROJECTION),
   );
   const validateCreateRun = bodyValidator<CreateRunBody>({
     type: 'object',
@@ -65,7 +64,7 @@ export function runsRouter(api: ApiContext): Router {
   const queueRun = async (principal: Principal, body: CreateRunBody, runId: string, requestId: string): Promise<CreationResponse> => {
     if (!isIdToken(body.project_id)) throw new AccountNotFoundError(body.project_id);
     // Only a run that is actually queued spends quota: replays and refusals never reach here.
-    await quotas.admit(principal.workspaceId, () => api.writeModel.startRun({
+    await quotas.admit(principal.workspaceId, runId, () => api.writeModel.startRun({
       workspaceId: principal.workspaceId,
       accountId: body.project_id,
       runId,
