@@ -12,6 +12,12 @@ export interface KeyRecord {
   readonly revoked: boolean;
 }
 
+/** Active keys loaded into the cache at start and after a reconnect, at most. */
+const WARM_MAX_KEYS = 100_000;
+/** A just-issued key is looked for this many times, waiting 25, 50, 75… ms in between. */
+const PREFETCH_ATTEMPTS = 20;
+const PREFETCH_DELAY_MS = 25;
+
 /** Where a lookup was answered from; counted so operators (and tests) can see Postgres is spared. */
 export type KeyLookupSource = 'cache' | 'unknown_cache' | 'database';
 
@@ -73,9 +79,11 @@ export class KeyDirectory {
         else if (type === 'ApiKeyIssued') this.issuedSeen.add(keyId);
         this.cache.delete(keyId);
         this.unknown.delete(keyId);
+        if (type === 'ApiKeyIssued') void this.prefetch(keyId);
       },
     });
     this.live = !nc.isClosed();
+    void this.warm();
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === 'disconnect' || status.type === 'reconnecting') {
@@ -84,6 +92,7 @@ export class KeyDirectory {
         } else if (status.type === 'reconnect') {
           this.clearCaches();
           this.live = true;
+          void this.warm();
         }
       }
     })().catch(() => undefined);
@@ -127,6 +136,40 @@ export class KeyDirectory {
     };
     if (this.stillLive(generation) && !record.revoked) this.cache.set(keyId, record);
     return record;
+  }
+
+  /**
+   * Loads every active key, so a valid key is answered from memory from its first request
+   * (and never has to be charged to its client address by the rate limiter). Read from the
+   * read model, like `find`: a revocation seen meanwhile still wins.
+   */
+  private async warm(): Promise<void> {
+    const generation = this.generation;
+    try {
+      const rows = await this.db
+        .selectFrom('api_keys')
+        .select(['id', 'workspace_id', 'scope', 'secret_hash'])
+        .where('revoked_at', 'is', null)
+        .limit(WARM_MAX_KEYS)
+        .execute();
+      for (const row of rows) {
+        if (!this.stillLive(generation) || this.cache.size >= WARM_MAX_KEYS) return;
+        if (this.revokedSeen.has(row.id) || this.cache.has(row.id)) continue;
+        this.cache.set(row.id, { keyId: row.id, workspaceId: row.workspace_id, scope: row.scope, secretHash: row.secret_hash, revoked: false });
+      }
+    } catch {
+      // Only an optimisation: `find` still answers every key.
+    }
+  }
+
+  /** A key just issued: cache it as soon as the read model holds it (usually a few milliseconds). */
+  private async prefetch(keyId: string): Promise<void> {
+    for (let attempt = 1; attempt <= PREFETCH_ATTEMPTS && this.live; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, PREFETCH_DELAY_MS * attempt).unref());
+      if (this.peek(keyId) !== undefined) return;
+      const found = await this.find(keyId).catch(() => null);
+      if (found) return;
+    }
   }
 
   private peek(keyId: string): CachedKey {
