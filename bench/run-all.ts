@@ -3,6 +3,7 @@ import { run as runAudit } from './audit.bench.ts';
 import { run as runEventStore } from './event-store.bench.ts';
 import { run as runHttpApi } from './http-api.bench.ts';
 import { run as runSigning } from './signing.bench.ts';
+import { run as runRateLimit } from './rate-limit.bench.ts';
 import { releaseAll } from './support/isolation.ts';
 import { header, note } from './support/report.ts';
 
@@ -15,6 +16,7 @@ import { header, note } from './support/report.ts';
 const ALL_BENCHMARKS: readonly { readonly name: string; readonly file: string; readonly run: () => Promise<void> }[] = [
   { name: 'event store', file: 'bench/event-store.bench.ts', run: runEventStore },
   { name: 'http api', file: 'bench/http-api.bench.ts', run: runHttpApi },
+  { name: 'rate limiter', file: 'bench/rate-limit.bench.ts', run: runRateLimit },
   { name: 'agent', file: 'bench/agent.bench.ts', run: runAgent },
   { name: 'audit', file: 'bench/audit.bench.ts', run: runAudit },
   { name: 'signing', file: 'bench/signing.bench.ts', run: runSigning },

@@ -12,20 +12,61 @@ export interface KeyRecord {
   readonly revoked: boolean;
 }
 
+/** Active keys loaded into the cache at start and after a reconnect, at most. */
+const WARM_MAX_KEYS = 100_000;
+/** A just-issued key is looked for this many times, waiting 25, 50, 75… ms in between. */
+const PREFETCH_ATTEMPTS = 20;
+const PREFETCH_DELAY_MS = 25;
+
+/** Where a lookup was answered from; counted so operators (and tests) can see Postgres is spared. */
+export type KeyLookupSource = 'cache' | 'unknown_cache' | 'database';
+
+export interface KeyDirectoryOptions {
+  /** How long a key id that does not exist is remembered as unknown. */
+  readonly unknownTtlMs?: number;
+  /** Most unknown key ids remembered; the oldest go first. */
+  readonly unknownMax?: number;
+  readonly onLookup?: (source: KeyLookupSource) => void;
+  readonly now?: () => number;
+}
+
+/** A cached answer: the key's record, `'unknown'` for an id known not to exist, undefined when not cached. */
+export type CachedKey = KeyRecord | 'unknown' | undefined;
+
 /**
  * Finds API keys by id in the identity read model, with an in-process cache. A cached
  * entry is trusted only while this process is subscribed to key events: every
  * ApiKeyIssued/ApiKeyRevoked evicts its key at once, and losing the NATS connection
  * empties the cache and bypasses it, so a revoked key can never outlive its event here.
+ *
+ * Key ids that do not exist are cached as unknown too (bounded, with a TTL), so a flood
+ * of made-up keys costs one query per id, not one per request. The same eviction keeps
+ * that safe: an issued key's event removes its "unknown" entry, and an id whose issue
+ * was seen on the wire is never cached as unknown while the read model catches up.
  */
 export class KeyDirectory {
   private readonly cache = new Map<string, KeyRecord>();
+  private readonly unknown = new Map<string, number>();
   /** Revocations seen on the wire, which can be ahead of the read model by a few milliseconds. */
   private readonly revokedSeen = new Set<string>();
+  /** Issues seen on the wire that the read model may not hold yet. */
+  private readonly issuedSeen = new Set<string>();
   private subscription: Subscription | undefined;
   private live = false;
+  /** Bumped whenever the caches are emptied, so an answer read across a reconnect is not cached. */
+  private generation = 0;
+  private readonly unknownTtlMs: number;
+  private readonly unknownMax: number;
+  private readonly now: () => number;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: KeyDirectoryOptions = {},
+  ) {
+    this.unknownTtlMs = options.unknownTtlMs ?? 60_000;
+    this.unknownMax = options.unknownMax ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
 
   /** Starts evicting on key events published under `keySubjects` (e.g. `ads.v1.*._.key.*`). */
   watch(nc: NatsConnection, keySubjects: string): void {
@@ -33,19 +74,25 @@ export class KeyDirectory {
       callback: (_error, message) => {
         const keyId = message.subject.split('.').pop();
         if (!keyId) return;
-        if (message.headers?.get(EVENT_TYPE_HEADER) === 'ApiKeyRevoked') this.revokedSeen.add(keyId);
+        const type = message.headers?.get(EVENT_TYPE_HEADER);
+        if (type === 'ApiKeyRevoked') this.revokedSeen.add(keyId);
+        else if (type === 'ApiKeyIssued') this.issuedSeen.add(keyId);
         this.cache.delete(keyId);
+        this.unknown.delete(keyId);
+        if (type === 'ApiKeyIssued') void this.prefetch(keyId);
       },
     });
     this.live = !nc.isClosed();
+    void this.warm();
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === 'disconnect' || status.type === 'reconnecting') {
           this.live = false;
-          this.cache.clear();
+          this.clearCaches();
         } else if (status.type === 'reconnect') {
-          this.cache.clear();
+          this.clearCaches();
           this.live = true;
+          void this.warm();
         }
       }
     })().catch(() => undefined);
@@ -54,18 +101,32 @@ export class KeyDirectory {
   stop(): void {
     this.subscription?.unsubscribe();
     this.live = false;
-    this.cache.clear();
+    this.clearCaches();
+  }
+
+  /** The cached answer for `keyId`, without touching the database (a hit counts as a lookup). */
+  cached(keyId: string): CachedKey {
+    const hit = this.peek(keyId);
+    if (hit !== undefined) this.options.onLookup?.(hit === 'unknown' ? 'unknown_cache' : 'cache');
+    return hit;
   }
 
   async find(keyId: string): Promise<KeyRecord | null> {
-    const cached = this.live ? this.cache.get(keyId) : undefined;
+    const cached = this.cached(keyId);
+    if (cached === 'unknown') return null;
     if (cached) return cached;
+    this.options.onLookup?.('database');
+    const generation = this.live ? this.generation : -1;
     const row = await this.db
       .selectFrom('api_keys')
       .select(['id', 'workspace_id', 'scope', 'secret_hash', 'revoked_at'])
       .where('id', '=', keyId)
       .executeTakeFirst();
-    if (!row) return null;
+    if (!row) {
+      if (this.stillLive(generation) && !this.issuedSeen.has(keyId)) this.rememberUnknown(keyId);
+      return null;
+    }
+    this.issuedSeen.delete(keyId);
     const record: KeyRecord = {
       keyId: row.id,
       workspaceId: row.workspace_id,
@@ -73,7 +134,72 @@ export class KeyDirectory {
       secretHash: row.secret_hash,
       revoked: row.revoked_at !== null || this.revokedSeen.has(row.id),
     };
-    if (this.live && !record.revoked) this.cache.set(keyId, record);
+    if (this.stillLive(generation) && !record.revoked) this.cache.set(keyId, record);
     return record;
+  }
+
+  /**
+   * Loads every active key, so a valid key is answered from memory from its first request
+   * (and never has to be charged to its client address by the rate limiter). Read from the
+   * read model, like `find`: a revocation seen meanwhile still wins.
+   */
+  private async warm(): Promise<void> {
+    const generation = this.generation;
+    try {
+      const rows = await this.db
+        .selectFrom('api_keys')
+        .select(['id', 'workspace_id', 'scope', 'secret_hash'])
+        .where('revoked_at', 'is', null)
+        .limit(WARM_MAX_KEYS)
+        .execute();
+      for (const row of rows) {
+        if (!this.stillLive(generation) || this.cache.size >= WARM_MAX_KEYS) return;
+        if (this.revokedSeen.has(row.id) || this.cache.has(row.id)) continue;
+        this.cache.set(row.id, { keyId: row.id, workspaceId: row.workspace_id, scope: row.scope, secretHash: row.secret_hash, revoked: false });
+      }
+    } catch {
+      // Only an optimisation: `find` still answers every key.
+    }
+  }
+
+  /** A key just issued: cache it as soon as the read model holds it (usually a few milliseconds). */
+  private async prefetch(keyId: string): Promise<void> {
+    for (let attempt = 1; attempt <= PREFETCH_ATTEMPTS && this.live; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, PREFETCH_DELAY_MS * attempt).unref());
+      if (this.peek(keyId) !== undefined) return;
+      const found = await this.find(keyId).catch(() => null);
+      if (found) return;
+    }
+  }
+
+  private peek(keyId: string): CachedKey {
+    if (!this.live) return undefined;
+    const record = this.cache.get(keyId);
+    if (record) return record;
+    const expires = this.unknown.get(keyId);
+    if (expires === undefined) return undefined;
+    if (expires > this.now()) return 'unknown';
+    this.unknown.delete(keyId);
+    return undefined;
+  }
+
+  private rememberUnknown(keyId: string): void {
+    this.unknown.delete(keyId);
+    while (this.unknown.size >= this.unknownMax) {
+      const oldest = this.unknown.keys().next().value;
+      if (oldest === undefined) break;
+      this.unknown.delete(oldest);
+    }
+    this.unknown.set(keyId, this.now() + this.unknownTtlMs);
+  }
+
+  private stillLive(generation: number): boolean {
+    return this.live && generation === this.generation;
+  }
+
+  private clearCaches(): void {
+    this.generation += 1;
+    this.cache.clear();
+    this.unknown.clear();
   }
 }

@@ -59,6 +59,15 @@ export interface Config {
   readonly eventSigningKeyFile: string | undefined;
   /** A PEM file (one or more PUBLIC KEY blocks) or a directory of *.pem files: retired keys still believed. */
   readonly eventSigningRetiredPublicKeys: string | undefined;
+  /** Requests per second per API key; 0 turns the rate limiter off (benchmarks only). */
+  readonly rateLimitRps: number;
+  readonly rateLimitBurst: number;
+  readonly rateLimitAnonymousRps: number;
+  readonly rateLimitAnonymousBurst: number;
+  /** 0 means unlimited. */
+  readonly workspaceRunsPerHour: number;
+  /** 0 means unlimited. */
+  readonly workspaceModelTokensPerDay: number;
 }
 
 export interface ConfigVariable {
@@ -111,6 +120,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: '',
     description: 'Retired event signing keys still believed after a rotation: a PEM file of PUBLIC KEY blocks or a directory of *.pem files.',
   },
+  { name: 'RATE_LIMIT_RPS', default: '20', description: 'Requests per second each API key may sustain (token bucket, per HTTP process); 0 turns rate limiting off.' },
+  { name: 'RATE_LIMIT_BURST', default: '40', description: 'Requests an idle API key may send at once.' },
+  { name: 'RATE_LIMIT_ANONYMOUS_RPS', default: '2', description: 'Requests per second per client address for requests without a valid key.' },
+  { name: 'RATE_LIMIT_ANONYMOUS_BURST', default: '10', description: 'Requests without a valid key an idle client address may send at once.' },
+  { name: 'WORKSPACE_RUNS_PER_HOUR', default: '120', description: 'Runs a workspace may start in any rolling hour (POST /api/v1/runs answers 429 beyond); 0 means unlimited.' },
+  { name: 'WORKSPACE_MODEL_TOKENS_PER_DAY', default: '5000000', description: 'Model tokens (input + output) a workspace may use per UTC day before POST /api/v1/runs answers 429; 0 means unlimited.' },
 ];
 
 export class ConfigError extends Error {
@@ -208,6 +223,12 @@ export function loadConfig(env: Env = process.env): Config {
     agentMaxRunsPerWorkspace: integer('AGENT_MAX_RUNS_PER_WORKSPACE', 1, 64),
     eventSigningKeyFile: raw('EVENT_SIGNING_KEY_FILE') || undefined,
     eventSigningRetiredPublicKeys: raw('EVENT_SIGNING_RETIRED_PUBLIC_KEYS') || undefined,
+    rateLimitRps: integer('RATE_LIMIT_RPS', 0, 100_000),
+    rateLimitBurst: integer('RATE_LIMIT_BURST', 1, 1_000_000),
+    rateLimitAnonymousRps: integer('RATE_LIMIT_ANONYMOUS_RPS', 1, 100_000),
+    rateLimitAnonymousBurst: integer('RATE_LIMIT_ANONYMOUS_BURST', 1, 1_000_000),
+    workspaceRunsPerHour: integer('WORKSPACE_RUNS_PER_HOUR', 0, 1_000_000),
+    workspaceModelTokensPerDay: integer('WORKSPACE_MODEL_TOKENS_PER_DAY', 0, 1_000_000_000_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

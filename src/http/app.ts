@@ -1,9 +1,9 @@
 import type { Router } from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
-import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
+import { createHealthRouter, type ReadinessAudience, type ReadinessCheck } from './health-routes.ts';
 import { rejectHostileQuery } from './hostile-text-guard.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
@@ -17,11 +17,15 @@ export interface HttpAppOptions {
   readonly readiness: readonly ReadinessCheck[];
   /** Sees every finished request (metrics). */
   readonly observeRequest?: RequestObserver;
+  /** Who sees /readyz's per-check details; loopback only when not given. */
+  readonly readinessAudience?: ReadinessAudience;
+  /** Run inside the error handler, before any route (the rate limiter). */
+  readonly beforeRoutes?: readonly Middleware[];
 }
 
 /**
- * Assembles the Koa app: request id → access log → error handler → 404 fallback →
- * health routes → feature routers (each followed by its 405/501 handling).
+ * Assembles the Koa app: request id → access log → error handler → rate limiter →
+ * 404 fallback → health routes → feature routers (each followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
  * both need the request id.
  */
@@ -39,9 +43,10 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.use(requestId());
   app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
+  for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
   app.use(rejectHostileQuery());
-  for (const router of [createHealthRouter(options.readiness, logger), ...options.routers]) {
+  for (const router of [createHealthRouter(options.readiness, logger, options.readinessAudience), ...options.routers]) {
     app.use(router.routes());
     app.use(allowedMethods(router));
   }

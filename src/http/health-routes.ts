@@ -1,4 +1,5 @@
 import { Router } from '@koa/router';
+import type { Context } from 'koa';
 import type { Logger } from '../log/logger.ts';
 
 /** A dependency the service needs before it can take traffic (database, NATS, …). */
@@ -12,6 +13,21 @@ export interface CheckResult {
   readonly detail?: string;
 }
 
+/** Probes answer even under a flood: the rate limiter lets them through (docs/api.md). */
+export const HEALTH_PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
+/** Who may read the per-check details of /readyz (they name internals: hosts, lag, errors). */
+export type ReadinessAudience = (ctx: Context) => Promise<boolean>;
+
+const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+export function isLoopback(address: string): boolean {
+  return LOOPBACK.test(address);
+}
+
+/** The default audience: only a caller on this machine (X-Forwarded-For is never trusted). */
+export const loopbackOnly: ReadinessAudience = async (ctx) => isLoopback(ctx.ip);
+
 /** A hung dependency must make the instance not ready, not hang the orchestrator's probe. */
 export const READINESS_TIMEOUT_MS = 2000;
 
@@ -20,7 +36,7 @@ export const READINESS_TIMEOUT_MS = 2000;
  * check passes). Both answer plain JSON health documents, not problems, because probes
  * read the status code and operators read the per-check details.
  */
-export function createHealthRouter(checks: readonly ReadinessCheck[], logger: Logger): Router {
+export function createHealthRouter(checks: readonly ReadinessCheck[], logger: Logger, mayReadDetails: ReadinessAudience = loopbackOnly): Router {
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.set('Cache-Control', 'no-store');
@@ -34,10 +50,10 @@ export function createHealthRouter(checks: readonly ReadinessCheck[], logger: Lo
     }
     ctx.set('Cache-Control', 'no-store');
     ctx.status = ready ? 200 : 503;
-    ctx.body = {
-      status: ready ? 'ready' : 'not_ready',
-      checks: Object.fromEntries(checks.map((check, index) => [check.name, results[index]])),
-    };
+    const status = ready ? 'ready' : 'not_ready';
+    ctx.body = (await mayReadDetails(ctx))
+      ? { status, checks: Object.fromEntries(checks.map((check, index) => [check.name, results[index]])) }
+      : { status };
   });
   return router;
 }

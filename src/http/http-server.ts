@@ -1,5 +1,6 @@
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { v7 as uuidv7 } from 'uuid';
 import type Koa from 'koa';
 import type { Logger } from '../log/logger.ts';
 
@@ -14,6 +15,33 @@ export interface HttpServerOptions {
   readonly host: string;
   readonly port: number;
   readonly logger: Logger;
+  /** Origin of problem `type` URIs, for the errors node answers before koa sees a request. */
+  readonly publicBaseUrl?: string;
+}
+
+/** What node's HTTP parser refuses before any middleware runs, as our problem types. */
+const PARSER_PROBLEMS: Readonly<Record<string, { status: number; reason: string; type: string; title: string }>> = {
+  HPE_HEADER_OVERFLOW: { status: 431, reason: 'Request Header Fields Too Large', type: 'headers-too-large', title: 'Request headers are too large' },
+  HPE_URI_TOO_LONG: { status: 414, reason: 'URI Too Long', type: 'uri-too-long', title: 'Request URI is too long' },
+};
+const MALFORMED = { status: 400, reason: 'Bad Request', type: 'malformed-request', title: 'The request is not valid HTTP/1.1' };
+
+/**
+ * Answers a request node's parser refused (oversized headers, broken HTTP) with an RFC 9457
+ * problem like every other error, instead of node's bare status line.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket, publicBaseUrl: string): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const problem = PARSER_PROBLEMS[error.code ?? ''] ?? MALFORMED;
+  const requestId = uuidv7();
+  const body = JSON.stringify({ type: `${publicBaseUrl}/problems/${problem.type}`, title: problem.title, status: problem.status, instance: '', request_id: requestId });
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${problem.reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**
@@ -37,6 +65,7 @@ export async function startHttpServer(app: Koa, options: HttpServerOptions): Pro
     });
   });
   server.on('request', app.callback());
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.publicBaseUrl ?? ''));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -22,6 +22,8 @@ export class ServiceMetrics {
   readonly applyResults: Counter<'result'>;
   readonly workerParkedMessages: Counter<'worker' | 'reason'>;
   readonly workerLoopRestarts: Counter<'worker'>;
+  readonly apiKeyLookups: Counter<'source'>;
+  readonly rateLimited: Counter<'policy'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -55,6 +57,18 @@ export class ServiceMetrics {
       name: 'worker_loop_restarts_total',
       help: 'Worker pull loops this process restarted after they failed.',
       labelNames: ['worker'],
+      registers,
+    });
+    this.apiKeyLookups = new Counter({
+      name: 'api_key_lookups_total',
+      help: 'API key lookups by where they were answered: cache, unknown_cache (a key id known not to exist) or database.',
+      labelNames: ['source'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'http_rate_limited_total',
+      help: 'Requests refused with 429 rate-limited, by policy: api-key or client-address.',
+      labelNames: ['policy'],
       registers,
     });
     new Gauge({

@@ -37,6 +37,8 @@ export interface ProposalRequest {
   readonly reason: string;
   readonly autoApply: boolean;
   readonly meta: CommandMeta;
+  /** Chosen by the caller when a retry must find the same action (Idempotency-Key); new otherwise. */
+  readonly actionId?: string;
 }
 
 export function approvalsUrl(publicBaseUrl: string, accountId: string): string {
@@ -73,7 +75,7 @@ export class ProposalService {
     const meta = { ...request.meta, now };
     const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
     const classified = classifyAction(request.draft, context);
-    const actionId = uuidv7();
+    const actionId = request.actionId ?? uuidv7();
     const proposerKeyId = await this.proposerKeyOf(request);
     const proposal = (riskTier: RiskTier, disposition: Disposition, reasons: readonly string[]): ActionProposedData => ({
       action_id: actionId,

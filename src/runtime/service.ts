@@ -4,6 +4,8 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { createHttpApp } from '../http/app.ts';
+import { HEALTH_PROBE_PATHS, isLoopback } from '../http/health-routes.ts';
+import { authenticateHeader, type Authentication } from '../auth/authenticate.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
 import { KeyDirectory } from '../auth/key-directory.ts';
 import { IdempotencyStore } from '../http/idempotency/idempotency-store.ts';
@@ -26,6 +28,7 @@ import { ApplyWorker } from '../workers/apply-worker.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
+import { rateLimit } from '../http/middleware/rate-limit.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { watchNatsServerErrors } from '../event-store/nats-connection.ts';
 import { ReadBarrier } from './read-barrier.ts';
@@ -85,7 +88,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let http: HttpServer | undefined;
   if (config.roles.includes('http')) {
-    const keys = new KeyDirectory(database.db);
+    const keys = new KeyDirectory(database.db, { onLookup: (source) => metrics.apiKeyLookups.inc({ source }) });
     keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
     const idempotency = new IdempotencyStore(database.db);
     // Ends open event streams when the server stops, so in-flight requests can finish.
@@ -120,8 +123,24 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       ],
       observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
       readiness: readinessChecks({ infrastructure, projectors }),
+      readinessAudience: async (ctx) => {
+        if (isLoopback(ctx.ip)) return true;
+        const header = ctx.get('authorization');
+        if (!header) return false;
+        const authentication = (ctx.state.authentication as Authentication | undefined) ?? (await authenticateHeader(keys, header));
+        return authentication.kind === 'authenticated' && authentication.principal.scope === 'admin';
+      },
+      beforeRoutes: config.rateLimitRps === 0 ? [] : [
+        rateLimit({
+          keys,
+          perKey: { name: 'api-key', ratePerSecond: config.rateLimitRps, burst: config.rateLimitBurst },
+          perAddress: { name: 'client-address', ratePerSecond: config.rateLimitAnonymousRps, burst: config.rateLimitAnonymousBurst },
+          exemptPaths: HEALTH_PROBE_PATHS,
+          onLimited: (policy) => metrics.rateLimited.inc({ policy }),
+        }),
+      ],
     });
-    http = await startHttpServer(app, { host: config.host, port: config.port, logger });
+    http = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
     const sweep = setInterval(() => void idempotency.sweep().catch(() => undefined), 3_600_000);
     sweep.unref();
     stopHttp.push(async () => {
@@ -136,7 +155,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (config.roles.includes('agent-worker')) {
     agentWorker = new AgentWorker({
       infrastructure,
-      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs },
+      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs, logger },
       concurrency: config.agentWorkerConcurrency,
       logger,
       shutdownGraceMs: config.shutdownGraceMs,

@@ -6,6 +6,7 @@ import type { ModelClient } from '../agent/model/model-port.ts';
 import { ToolRegistry } from '../agent/tools/tool-registry.ts';
 import type { RunErrorCode } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
+import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import type { ProposalService } from '../policy/proposal-service.ts';
 
@@ -17,6 +18,8 @@ export interface RunExecutorDependencies {
   readonly wallClockMs: number;
   readonly modelBudgetMs: number;
   readonly now?: () => Date;
+  /** Where the details of an internal failure go; the run's own message never carries them. */
+  readonly logger?: Logger;
 }
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
@@ -103,6 +106,8 @@ export async function executeRun(
     );
     return { ...outcome, durationMs: elapsed() };
   } catch (error) {
-    return failed('internal', `the run failed on the service's side: ${error instanceof Error ? error.message : String(error)}`);
+    // The message is shown to API clients: it says what they can do; the cause goes only to the log.
+    deps.logger?.error({ run_id: run.active.runId, err: error }, 'run failed on the service side');
+    return failed('internal', 'the run failed on the service side; start it again, and quote the run id to the operator if it keeps failing');
   }
 }

@@ -50,6 +50,14 @@ export function isolatedConfig(label: string, overrides: Record<string, string> 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHUTDOWN_GRACE_MS: '2000',
     EVENT_SIGNING_KEY_FILE: testSigningKeyFile(),
+    // The limiter stays in the path (its headers are checked against the OpenAPI document) but
+    // with budgets no functional test reaches; the limit tests set their own. Quotas likewise.
+    RATE_LIMIT_RPS: '100000',
+    RATE_LIMIT_BURST: '1000000',
+    RATE_LIMIT_ANONYMOUS_RPS: '100000',
+    RATE_LIMIT_ANONYMOUS_BURST: '1000000',
+    WORKSPACE_RUNS_PER_HOUR: '0',
+    WORKSPACE_MODEL_TOKENS_PER_DAY: '0',
     ...overrides,
   });
 }

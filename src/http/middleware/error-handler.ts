@@ -44,7 +44,7 @@ export function errorHandler(options: { logger: Logger; publicBaseUrl: string })
         logger.warn({ request_id: requestId, status: problem.status }, 'error after response started; cannot send problem');
         return;
       }
-      clearHeadersExceptRequestId(ctx);
+      keepOnlyEnvelopeHeaders(ctx);
       writeProblem(ctx, problem, { publicBaseUrl, requestId });
     }
   };
@@ -72,9 +72,12 @@ function toProblem(error: unknown, ctx: Context, requestId: string, logger: Logg
   return new InternalError(requestId);
 }
 
+/** Headers that describe the request, not the handler's answer: they stay on a problem response. */
+const ENVELOPE_HEADERS = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy']);
+
 /** Headers a handler set before failing (Content-Disposition, caching…) must not leak onto the problem. */
-function clearHeadersExceptRequestId(ctx: Context): void {
+function keepOnlyEnvelopeHeaders(ctx: Context): void {
   for (const name of ctx.res.getHeaderNames()) {
-    if (name !== 'x-request-id') ctx.res.removeHeader(name);
+    if (!ENVELOPE_HEADERS.has(name)) ctx.res.removeHeader(name);
   }
 }

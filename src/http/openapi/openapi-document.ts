@@ -216,7 +216,7 @@ const streamDataSchemaName = (event: RunStreamEvent) =>
 /** Every (type, version) of the event catalogue: what a history entry can be. */
 const EVENT_TYPES = [...new Set(EVENT_DEFINITIONS.map((definition) => definition.type))];
 
-export const openApiDocument = {
+const baseDocument = {
   openapi: '3.1.0',
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   info: {
@@ -289,6 +289,13 @@ export const openApiDocument = {
               'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another body ' +
               '(`idempotency-key-reused`).',
             headers: requestIdHeader,
+            content: problem(),
+          },
+          '429': {
+            description:
+              'Over the request rate (`rate-limited`, with `policy`), or a workspace quota is used up (`quota-exceeded`, with `quota`: ' +
+              '`runs_per_hour` or `model_tokens_per_day`, `limit`, `used` and `resets_at`). Retry after `Retry-After` seconds.',
+            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
             content: problem(),
           },
           '500': responseRef('InternalError'),
@@ -457,16 +464,23 @@ export const openApiDocument = {
           'safe-apply policy and auto-apply gates as the agent’s, and the response is the resulting action. `target_cpa` needs ' +
           '`maximize_conversions` with a target CPA, `target_roas_pct` needs `maximize_conversion_value` with a target ROAS; anything ' +
           'else is refused with 409 `strategy-mismatch` (changing the strategy type is not supported). A campaign on a portfolio ' +
-          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied.',
-        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), parameterRef('XRequestId')],
+          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied. ' +
+          '`Idempotency-Key` works exactly as on POST /api/v1/runs: a retry replays the first 200 with `Idempotent-Replayed: true` ' +
+          '(the same action, never a second proposal), another body under the same key answers 422 `idempotency-key-reused`, and a ' +
+          'retry while the first request runs answers 409 `idempotent-request-in-progress`.',
+        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), { $ref: '#/components/parameters/IdempotencyKey' }, parameterRef('XRequestId')],
         requestBody: {
           required: true,
           description: 'Exactly one of `target_cpa` and `target_roas_pct` (both or neither: 422). Unknown members are refused (422).',
           content: json(ref('SetTargetRequest')),
         },
         responses: {
-          '200': { description: 'The proposed action.', headers: requestIdHeader, content: json(ref('TargetAction')) },
-          '400': responseRef('MalformedJson'),
+          '200': {
+            description: 'The proposed action (or, with `Idempotent-Replayed: true`, the replay of the first answer).',
+            headers: { ...requestIdHeader, 'Idempotent-Replayed': headerRef('IdempotentReplayed') },
+            content: json(ref('TargetAction')),
+          },
+          '400': responseRef('BadRequest'),
           '401': responseRef('Unauthorized'),
           '403': responseRef('Forbidden'),
           '404': {
@@ -477,13 +491,20 @@ export const openApiDocument = {
           '409': {
             description:
               'The target does not fit the campaign’s bidding strategy (`strategy-mismatch`, naming the strategy and the field it takes), ' +
-              'or the account has no connected advertising platform (`account-not-connected`).',
-            headers: requestIdHeader,
+              'or the account has no connected advertising platform (`account-not-connected`), or a request with the same ' +
+              'Idempotency-Key is still being processed (`idempotent-request-in-progress`, with `Retry-After`).',
+            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfterOptional') },
             content: problem('TargetConflictProblem'),
           },
           '413': responseRef('PayloadTooLarge'),
           '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
+          '422': {
+            description:
+              'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another ' +
+              'request (`idempotency-key-reused`).',
+            headers: requestIdHeader,
+            content: problem(),
+          },
           '500': responseRef('InternalError'),
           '503': responseRef('ServiceUnavailable'),
         },
@@ -684,7 +705,10 @@ export const openApiDocument = {
         operationId: 'readiness',
         tags: ['operations'],
         summary: 'Readiness probe',
-        description: 'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks.',
+        description:
+          'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks. ' +
+          'The per-check `checks` are shown only to a request from loopback or with an admin key (they name internals); everyone else ' +
+          'gets `status` alone. Probes without credentials are never rate limited.',
         ...unauthenticated,
         responses: {
           '200': {
@@ -962,8 +986,26 @@ export const openApiDocument = {
         required: true,
         schema: { type: 'string', pattern: '^Bearer ' },
       },
+      RateLimitPolicy: {
+        description:
+          'The limit this request was counted against (draft-ietf-httpapi-ratelimit-headers-10): `"api-key"` (per API key) or ' +
+          '`"client-address"` (requests without a valid key), `q` requests per `w` seconds. Absent when rate limiting is off.',
+        required: false,
+        schema: { type: 'string', pattern: '^"(api-key|client-address)";q=[0-9]+;w=[0-9]+$' },
+      },
+      RateLimit: {
+        description: 'What is left of that limit: `r` requests now, `t` seconds until the whole quota is available again.',
+        required: false,
+        schema: { type: 'string', pattern: '^"(api-key|client-address)";r=[0-9]+;t=[0-9]+$' },
+      },
     },
     responses: {
+      RateLimited: {
+        description:
+          'Over the request rate (`rate-limited`, with `policy`: `api-key` or `client-address`); retry after `Retry-After` seconds.',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
+        content: problem(),
+      },
       BadRequest: {
         description: 'The body is not JSON (`malformed-json`) or the Idempotency-Key header is invalid (`invalid-idempotency-key`).',
         headers: requestIdHeader,
@@ -1305,7 +1347,7 @@ export const openApiDocument = {
           {
             type: 'object',
             properties: {
-              type: { type: 'string', pattern: '/problems/(strategy-mismatch|account-not-connected)$' },
+              type: { type: 'string', pattern: '/problems/(strategy-mismatch|account-not-connected|idempotent-request-in-progress)$' },
               status: { const: 409 },
             },
           },
@@ -1565,7 +1607,7 @@ export const openApiDocument = {
       Readiness: {
         type: 'object',
         additionalProperties: false,
-        required: ['status', 'checks'],
+        required: ['status'],
         properties: {
           status: { enum: ['ready', 'not_ready'] },
           checks: {
@@ -1586,12 +1628,40 @@ export const openApiDocument = {
 // Every /api/ route refuses a query parameter holding U+0000, a C0 control or an unpaired
 // surrogate (src/http/hostile-text-guard.ts), so every /api/ operation can answer 422; the
 // ones without a 422 of their own get the query one here rather than in thirty places.
-for (const [path, item] of Object.entries(openApiDocument.paths)) {
+for (const [path, item] of Object.entries(baseDocument.paths)) {
   if (!path.startsWith('/api/')) continue;
   for (const operation of Object.values(item) as { responses?: Record<string, unknown> }[]) {
     if (operation.responses && !('422' in operation.responses)) operation.responses['422'] = responseRef('InvalidQuery');
   }
 }
+
+const RESPONSE_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+/**
+ * Every operation can answer 429 `rate-limited` (the probes only when called with
+ * credentials), and each response may carry the RateLimit headers; added here so no
+ * operation can be forgotten.
+ */
+function withRateLimits<T>(base: T): T {
+  const document = structuredClone(base) as unknown as {
+    paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; $ref?: string }> }>>;
+    components: { headers: Record<string, unknown>; responses: Record<string, { headers?: Record<string, unknown> }> };
+  };
+  const rateLimitHeaders = { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimitPolicy') };
+  for (const item of Object.values(document.paths)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (!RESPONSE_METHODS.includes(method)) continue;
+      operation.responses['429'] ??= responseRef('RateLimited');
+      for (const response of Object.values(operation.responses)) {
+        if (response.$ref === undefined) response.headers = { ...response.headers, ...rateLimitHeaders };
+      }
+    }
+  }
+  for (const response of Object.values(document.components.responses)) response.headers = { ...response.headers, ...rateLimitHeaders };
+  return document as unknown as T;
+}
+
+export const openApiDocument = withRateLimits(baseDocument);
 
 export interface OpenApiDeployment {
   readonly publicBaseUrl: string;

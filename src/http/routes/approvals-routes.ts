@@ -8,7 +8,8 @@ import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-p
 import { findApproval, listApprovals, toApprovalRepresentation, type ApprovalRow } from '../../../projections/approvals/approval-view.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import { requireScope, type Principal } from '../../auth/scopes.ts';
-import { ValidationError } from '../../errors/common-errors.ts';
+import { ValidationError, type InvalidParam } from '../../errors/common-errors.ts';
+import { integerQueryParam } from '../query-params.ts';
 import { bodyValidator } from '../request-validation.ts';
 import { accountOf } from './account-access.ts';
 import { isUuid, type ApiContext } from './api-context.ts';
@@ -64,16 +65,16 @@ export function approvalsRouter(api: ApiContext): Router {
     const principal = principalOf(ctx);
     const accountId = ctx.params.projectId!;
     await accountOf(api, principal, accountId);
-    const { status, run_id: runId, cursor, limit } = ctx.query;
-    const errors = [];
+    const { status, run_id: runId, cursor } = ctx.query;
+    const errors: InvalidParam[] = [];
     if (status !== undefined && !ACTION_STATUSES.includes(status as never)) {
       errors.push({ pointer: '/status', message: `must be one of ${ACTION_STATUSES.join(', ')}` });
     }
     if (runId !== undefined && (typeof runId !== 'string' || !isUuid(runId))) errors.push({ pointer: '/run_id', message: 'must be a run id' });
-    const pageSize = limit === undefined ? DEFAULT_PAGE : Number(limit);
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE) errors.push({ pointer: '/limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
-    const afterSeq = cursor === undefined ? undefined : Number(cursor);
-    if (afterSeq !== undefined && (!Number.isInteger(afterSeq) || afterSeq < 0)) errors.push({ pointer: '/cursor', message: 'must be a cursor from a previous page' });
+    const pageSize = integerQueryParam(ctx.query, 'limit', { min: 1, max: MAX_PAGE, fallback: DEFAULT_PAGE }, errors);
+    const afterSeq = cursor === undefined
+      ? undefined
+      : integerQueryParam(ctx.query, 'cursor', { min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 }, errors, 'must be a cursor from a previous page');
     if (errors.length > 0) throw new ValidationError('Invalid query parameters.', errors);
     await api.barrier.catchUp(APPROVALS_PROJECTION);
     const page = await listApprovals(api.db, principal.workspaceId, accountId, {

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { v7 as uuidv7 } from 'uuid';
 import { WorkspaceNotFoundError } from '../../../commands/errors.ts';
 import type { KillSwitch } from '../../../commands/workspace/workspace-decider.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
@@ -40,7 +41,7 @@ export function killSwitchRouter(api: ApiContext): Router {
         workspaceId: principal.workspaceId,
         engaged,
         reason: body.reason ?? '',
-        meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: String(ctx.state.requestId ?? principal.workspaceId) },
+        meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: uuidv7() },
       });
       ctx.body = representation(principal.workspaceId, result.state.killSwitch);
     });

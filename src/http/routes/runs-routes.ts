@@ -10,6 +10,7 @@ import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import type { Principal } from '../../auth/scopes.ts';
 import { requestFingerprint, validateIdempotencyKey } from '../idempotency/idempotency-store.ts';
 import { readJsonBody } from '../json-body.ts';
+import { WorkspaceQuotas } from '../quota/workspace-quotas.ts';
 import { bodyValidator } from '../request-validation.ts';
 import { isIdToken, isUuid, type ApiContext } from './api-context.ts';
 
@@ -34,6 +35,14 @@ interface CreationResponse extends Record<string, unknown> {
 export function runsRouter(api: ApiContext): Router {
   const router = new Router();
   const auth = authenticate(api.keys);
+  const quotas = new WorkspaceQuotas(
+    api.db,
+    {
+      runsPerHour: api.config.workspaceRunsPerHour,
+      modelTokensPerDay: api.config.workspaceModelTokensPerDay,
+      runTimeoutMs: api.config.runTimeoutMs,
+    },
+  );
   const validateCreateRun = bodyValidator<CreateRunBody>({
     type: 'object',
     additionalProperties: false,
@@ -54,7 +63,8 @@ export function runsRouter(api: ApiContext): Router {
 
   const queueRun = async (principal: Principal, body: CreateRunBody, runId: string, requestId: string): Promise<CreationResponse> => {
     if (!isIdToken(body.project_id)) throw new AccountNotFoundError(body.project_id);
-    await api.writeModel.startRun({
+    // Only a run that is actually queued spends quota: replays and refusals never reach here.
+    await quotas.admit(principal.workspaceId, runId, () => api.writeModel.startRun({
       workspaceId: principal.workspaceId,
       accountId: body.project_id,
       runId,
@@ -63,7 +73,7 @@ export function runsRouter(api: ApiContext): Router {
       keyId: principal.keyId,
       scope: principal.scope,
       meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: runId },
-    });
+    }));
     api.logger.info({ run_id: runId, project_id: body.project_id, request_id: requestId }, 'run queued');
     return creationResponse(runId);
   };
