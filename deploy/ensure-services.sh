@@ -221,6 +221,12 @@ ensure_postgres() {
   summary+=("postgres $PG_PROBE:$PG_PORT ok")
 }
 
+# openssl makes the private CA of deploy/make-nats-tls.sh (and the TLS tests use it).
+ensure_tools() {
+  command -v openssl >/dev/null 2>&1 || apt_install openssl
+}
+
+ensure_tools
 ensure_nats
 ensure_postgres
 joined=$(printf '%s, ' "${summary[@]}")
