@@ -9,7 +9,7 @@ export const APPROVALS_PROJECTION = 'approvals';
 /** Every action of every account with its current status: the approvals view. */
 export const approvalsProjection: Projection = {
   name: APPROVALS_PROJECTION,
-  version: 1,
+  version: 2,
   tables: ['approvals'],
 
   async createTables(db: Kysely<any>) {

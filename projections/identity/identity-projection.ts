@@ -10,7 +10,7 @@ import type { Projection } from '../runtime/projection.ts';
  */
 export const identityProjection: Projection = {
   name: 'identity',
-  version: 1,
+  version: 2,
   tables: ['api_keys', 'accounts', 'workspaces'],
 
   async createTables(db: Kysely<any>) {

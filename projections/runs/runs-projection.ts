@@ -10,7 +10,7 @@ export const RUNS_PROJECTION = 'runs';
 /** The runs GET /api/v1/runs/{runId} serves: status, timings, result and error of each run. */
 export const runsProjection: Projection = {
   name: RUNS_PROJECTION,
-  version: 3,
+  version: 4,
   tables: ['run_actions', 'runs'],
 
   async createTables(db: Kysely<any>) {

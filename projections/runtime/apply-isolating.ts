@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/schema.ts';
 import { InadmissibleCode, type AdmissionResult } from '../../src/events/event-admission.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import { ApplyFailureKind, classifyApplyFailure, sqlStateOf } from './apply-failure.ts';
+import { checkChains } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 import { parkEvent, type ParkedEvent } from './quarantine.ts';
 
@@ -17,6 +18,12 @@ export interface IsolatingOptions {
   readonly quarantineSchema?: string;
   /** False to skip bad events without recording them (audit verify's read-only fold). */
   readonly park?: boolean;
+  /**
+   * False for an event already taken into its subject's chain when it was first seen (one
+   * Postgres refused, retried from the quarantine): checking it again would find its own hash
+   * at the head and refuse it as a replay.
+   */
+  readonly checkChain?: boolean;
 }
 
 /**
@@ -40,11 +47,25 @@ export async function applyIsolating(
     parked.push(entry);
     if (options.park !== false) await parkEvent(trx, entry, options.quarantineSchema);
   };
-  const admitted: { stored: StoredEvent; payload: Uint8Array }[] = [];
+  const believable: { stored: StoredEvent; payload: Uint8Array }[] = [];
   for (const { result, payload } of entries) {
-    if (result.ok) admitted.push({ stored: result.stored, payload });
+    if (result.ok) believable.push({ stored: result.stored, payload });
     else await park({ projection: projection.name, seq: result.corrupt.seq, subject: result.corrupt.subject, code: result.corrupt.code, error: result.corrupt.error, payload });
   }
+  // A validly signed event that does not continue its subject's hash chain is a replay or an
+  // insertion (see chain-heads.ts); it is parked like any other event that cannot be believed.
+  const chains = options.checkChain === false ? { continuing: believable, broken: [] } : await checkChains(trx, projection, believable);
+  for (const { entry, expected } of chains.broken) {
+    await park({
+      projection: projection.name,
+      seq: entry.stored.seq,
+      subject: entry.stored.subject,
+      code: InadmissibleCode.ChainBroken,
+      error: `prev_hash ${String(entry.stored.event.prev_hash)} does not continue its subject's chain (expected ${expected}): a replayed or inserted event`,
+      payload: entry.payload,
+    });
+  }
+  const admitted = chains.continuing;
   if (admitted.length === 0) return parked;
 
   const whole = await attempt(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 
 /**
@@ -16,8 +17,8 @@ export async function ensureProjectionTables(db: Kysely<Database>, projection: P
     await sql`select pg_advisory_xact_lock(hashtext(${`projection:${projection.name}`}))`.execute(trx);
     const checkpoint = await lockCheckpoint(trx, projection.name);
     if (checkpoint && checkpoint.version === projection.version) return checkpoint.lastSeq;
-    for (const table of projection.tables) await trx.schema.dropTable(table).ifExists().cascade().execute();
-    await projection.createTables(trx);
+    for (const table of ownedTables(projection)) await trx.schema.dropTable(table).ifExists().cascade().execute();
+    await createOwnedTables(trx, projection);
     await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: 0 });
     return 0;
   });

@@ -1,3 +1,4 @@
+import { InadmissibleCode } from '../../src/events/event-admission.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { EventStore } from '../../src/event-store/event-store.ts';
@@ -76,7 +77,9 @@ export async function retryQuarantined(options: RetryOptions): Promise<RetryResu
           return { outcome: RetryOutcome.OutOfOrder, detail: `sequence ${later.seq} of ${message.subject} is already applied; use --force to apply out of order` };
         }
       }
-      const parked = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }]);
+      // An event Postgres refused had continued its chain when first seen; any other was never in it.
+      const checkChain = entry.code !== InadmissibleCode.Refused;
+      const parked = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }], { checkChain });
       if (parked.length > 0) return { outcome: RetryOutcome.StillFailing, detail: parked[0]!.error };
       await releaseQuarantined(trx, projection.name, seq);
       return { outcome: RetryOutcome.Applied, detail: 'applied and removed from the quarantine' };

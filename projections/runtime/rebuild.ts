@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/schema.ts';
 import type { EventStore, RawStoredMessage } from '../../src/event-store/event-store.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 
 export interface RebuildOptions {
@@ -64,7 +65,7 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
       parked += tailParked.length;
     }
     await sql`set local search_path to ${sql.id(schema)}, public`.execute(trx);
-    for (const table of projection.tables) {
+    for (const table of ownedTables(projection)) {
       await sql`drop table if exists ${sql.id(schema, table)} cascade`.execute(trx);
       await sql`alter table ${sql.id(shadow, table)} set schema ${sql.id(schema)}`.execute(trx);
     }
@@ -103,7 +104,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   const batchSize = options.batchSize ?? 1000;
   await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
   await sql`create schema ${sql.id(schema)}`.execute(db);
-  await inSchema(db, schema, (trx) => projection.createTables(trx));
+  await inSchema(db, schema, (trx) => createOwnedTables(trx, projection));
   const target = options.uptoSeq ?? (await store.lastSequence());
   let applied = 0;
   let parked = 0;

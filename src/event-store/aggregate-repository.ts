@@ -37,9 +37,12 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
 
   /**
    * Decision state is folded from admitted events only (src/events/event-admission.ts): a
-   * corrupt or forged message on the subject changes no decision. It still counts for the
-   * position, since the next append must expect the subject's real last sequence; the
-   * chain continues from the last admitted event's hash.
+   * corrupt or forged message on the subject changes no decision. Nor does a validly signed
+   * event that does not continue the subject's hash chain: a replayed copy of an old event
+   * (say KillSwitchReleased) is signed but names an older `prev_hash`. Either still counts for
+   * the position, since the next append must expect the subject's real last sequence; the
+   * chain continues from the last believed event's hash (projections apply the same rule,
+   * projections/runtime/chain-heads.ts).
    */
   async load(subject: string): Promise<LoadedAggregate<S>> {
     const last = await this.store.lastOfChecked(subject);
@@ -58,6 +61,10 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
         continue;
       }
       const stored = result.stored;
+      if (stored.event.prev_hash !== position.lastHash) {
+        position = { lastSequence: stored.seq, lastHash: position.lastHash };
+        continue;
+      }
       state = this.folder.evolve(state, stored.event as E);
       position = { lastSequence: stored.seq, lastHash: stored.event.hash };
       this.eventsSincePersisted.set(subject, (this.eventsSincePersisted.get(subject) ?? 0) + 1);

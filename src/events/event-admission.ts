@@ -20,6 +20,12 @@ export const InadmissibleCode = {
   BadText: 'bad-text',
   /** The authenticity check (signature) refused it. */
   Untrusted: 'untrusted',
+  /**
+   * Believable on its own but not where it is: its `prev_hash` does not continue its
+   * subject's chain (a replayed or inserted copy of a signed event). Decided by readers
+   * that know the chain (projections, the write model), not by admission itself.
+   */
+  ChainBroken: 'chain-broken',
   /** Postgres refused to store it (a data error a retry cannot fix); projectors only. */
   Refused: 'refused',
 } as const;

@@ -44,7 +44,11 @@ describe('GET /metrics and a stalled projector', function () {
 
   it('reports a projector that cannot apply its events in the metrics and in /readyz, until it recovers', async () => {
     const db = svc.service.infrastructure.database.db;
-    await sql`alter table approvals rename to approvals_offline`.execute(db);
+    // Writes to the approvals table fail (reads still work: proposing reads it for the policy).
+    // The error is not a data error, so the projector retries in order and stalls, as it would
+    // with Postgres half-down.
+    await sql`create function approvals_offline() returns trigger language plpgsql as $$ begin raise exception 'approvals table offline (test)'; end $$`.execute(db);
+    await sql`create trigger approvals_offline before insert or update on approvals for each row execute function approvals_offline()`.execute(db);
     try {
       // Any new action event makes the approvals projector fail.
       const campaigns = (await (await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox2}/campaigns`, { key: tenant.keys.read })).json()) as {
@@ -65,7 +69,8 @@ describe('GET /metrics and a stalled projector', function () {
       });
       expect(value(await metrics(), 'projector_lag_events{projection="approvals"}')).to.be.greaterThan(0);
     } finally {
-      await sql`alter table approvals_offline rename to approvals`.execute(db);
+      await sql`drop trigger approvals_offline on approvals`.execute(db);
+      await sql`drop function approvals_offline()`.execute(db);
     }
     await eventually(async () => {
       expect(value(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(0);

@@ -1,0 +1,90 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
+import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { Projection } from './projection.ts';
+
+/**
+ * A signature proves who wrote an event, not where it belongs: the stored bytes of a
+ * validly signed event can be published again later on the same subject (a replay) by
+ * anyone with publish rights, and would be believed again, e.g. an old KillSwitchReleased.
+ * What a replay cannot fake is the hash chain: every event names the hash of the event
+ * before it on its subject (`prev_hash`), so a projection keeps the last hash it accepted
+ * per subject and refuses an event that does not continue it. The write model applies the
+ * same rule (src/event-store/aggregate-repository.ts), so both sides believe the same events.
+ *
+ * The heads live in a table of the projection's own, created, dropped, rebuilt and swapped
+ * with its other tables, so a rebuild from sequence 1 recomputes them.
+ */
+export function chainHeadsTable(projection: Projection): string {
+  return `${projection.name}_chain_heads`;
+}
+
+/** The projection's tables and its chain heads: what is dropped, created and swapped together. */
+export function ownedTables(projection: Projection): string[] {
+  return [...projection.tables, chainHeadsTable(projection)];
+}
+
+/** Creates the projection's tables and its chain-heads table (unqualified: the caller's schema). */
+export async function createOwnedTables(db: Kysely<any>, projection: Projection): Promise<void> {
+  await projection.createTables(db);
+  await db.schema
+    .createTable(chainHeadsTable(projection))
+    .addColumn('subject', 'text', (c) => c.primaryKey())
+    .addColumn('last_seq', 'bigint', (c) => c.notNull())
+    .addColumn('last_hash', 'text', (c) => c.notNull())
+    .execute();
+}
+
+export interface ChainCheck<T> {
+  /** Entries that continue their subject's chain, in order. */
+  readonly continuing: T[];
+  /** Entries that do not, each with the hash its subject expected. */
+  readonly broken: { readonly entry: T; readonly expected: string }[];
+}
+
+/**
+ * Splits a batch (in stream order) into events that continue their subject's chain and
+ * events that do not, and records the new heads in the same transaction. Two queries a
+ * batch: one read of the heads of the batch's subjects, one multi-row upsert.
+ */
+export async function checkChains<T extends { readonly stored: StoredEvent }>(
+  trx: Transaction<Database>,
+  projection: Projection,
+  entries: readonly T[],
+): Promise<ChainCheck<T>> {
+  if (entries.length === 0) return { continuing: [], broken: [] };
+  const table = chainHeadsTable(projection);
+  const db = trx as unknown as Kysely<any>;
+  const subjects = [...new Set(entries.map((e) => e.stored.subject))];
+  const rows: { subject: string; last_hash: string }[] = await db
+    .selectFrom(table)
+    .select(['subject', 'last_hash'])
+    .where('subject', 'in', subjects)
+    .execute();
+  const heads = new Map(rows.map((r) => [r.subject, r.last_hash]));
+  const moved = new Map<string, { seq: number; hash: string }>();
+  const continuing: T[] = [];
+  const broken: { entry: T; expected: string }[] = [];
+  for (const entry of entries) {
+    const { subject, seq, event } = entry.stored;
+    const expected = heads.get(subject) ?? GENESIS_HASH;
+    if (event.prev_hash !== expected) {
+      broken.push({ entry, expected });
+      continue;
+    }
+    heads.set(subject, event.hash);
+    moved.set(subject, { seq, hash: event.hash });
+    continuing.push(entry);
+  }
+  if (moved.size > 0) {
+    await db
+      .insertInto(table)
+      .values([...moved].map(([subject, head]) => ({ subject, last_seq: head.seq, last_hash: head.hash })))
+      .onConflict((oc: any) =>
+        oc.column('subject').doUpdateSet({ last_seq: sql`excluded.last_seq`, last_hash: sql`excluded.last_hash` }),
+      )
+      .execute();
+  }
+  return { continuing, broken };
+}

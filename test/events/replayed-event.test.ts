@@ -1,0 +1,65 @@
+import { expect } from 'chai';
+import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
+import { listQuarantine } from '../../projections/runtime/quarantine.ts';
+import { api, campaignsByStrategy, cents, proposeTarget } from '../safe-apply/helpers.ts';
+import { eventually } from '../support/eventually.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+
+/**
+ * A signature says who wrote an event, not where it belongs. Whoever may publish to the
+ * event subjects (the service NATS user, without the signing key) can publish the stored
+ * bytes of an old, validly signed event again. The hash chain is what gives it away: its
+ * prev_hash names an older event than the subject's last one.
+ */
+describe('a validly signed event replayed onto its subject', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService('replay', { ROLES: 'http,projectors' });
+  });
+  after(async () => svc?.stop());
+
+  it('is not believed: an old KillSwitchReleased replayed leaves the switch engaged, for reads and decisions, and is parked', async () => {
+    const tenant = await svc.tenant('replay');
+    const killSwitch = (verb: string) => api(svc, 'POST', `/api/v1/workspace/kill-switch/${verb}`, { key: tenant.keys.admin, body: { reason: verb } });
+    for (const verb of ['engage', 'release', 'engage']) expect((await killSwitch(verb)).status).to.equal(200);
+
+    const infra = svc.service.infrastructure;
+    const subject = infra.writeModel.workspaceSubject(tenant.workspaceId);
+    let release: number | undefined;
+    for await (const { seq, event } of infra.store.readFiltered(subject, 1)) if (event.type === 'KillSwitchReleased') release = seq;
+    const stored = await infra.store.rawAt(release!);
+    // The exact signed bytes, without Nats-Msg-Id: nothing de-duplicates them.
+    const replayed = (await infra.js.publish(stored!.subject, stored!.data)).seq;
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'identity'))!.lastSeq).to.be.at.least(replayed), 10_000);
+
+    const shown = await api(svc, 'GET', '/api/v1/workspace/kill-switch', { key: tenant.keys.read });
+    expect(shown.body.engaged, 'the write model still sees the switch engaged').to.equal(true);
+    const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+    const proposed = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, cpa.id, {
+      target_cpa: cents(cpa.bidding_strategy.target_cpa! * 1.05),
+      auto_apply: true,
+    });
+    expect(proposed.disposition, JSON.stringify(proposed.policy_reasons)).to.equal('queued');
+
+    const parked = (await listQuarantine(infra.database.db, replayed)).filter((entry) => entry.code === 'chain-broken');
+    expect(parked.map((entry) => entry.projection)).to.include('identity');
+    expect(parked[0]!.error).to.match(/does not continue its subject's chain/);
+  });
+
+  it('still believes the events that follow a replay on the same subject', async () => {
+    const tenant = await svc.tenant('after-replay');
+    const killSwitch = (verb: string) => api(svc, 'POST', `/api/v1/workspace/kill-switch/${verb}`, { key: tenant.keys.admin, body: { reason: verb } });
+    expect((await killSwitch('engage')).status).to.equal(200);
+    const infra = svc.service.infrastructure;
+    const subject = infra.writeModel.workspaceSubject(tenant.workspaceId);
+    const engaged = (await infra.store.lastOf(subject))!;
+    await infra.js.publish(subject, (await infra.store.rawAt(engaged.seq))!.data);
+    expect((await killSwitch('release')).status).to.equal(200);
+    await eventually(async () => {
+      const shown = await api(svc, 'GET', '/api/v1/workspace/kill-switch', { key: tenant.keys.read });
+      expect(shown.body.engaged).to.equal(false);
+    }, 10_000);
+  });
+});
