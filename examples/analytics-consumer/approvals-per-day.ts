@@ -102,7 +102,14 @@ export class CorruptEventError extends Error {
 
 /** Subject tokens (docs/consumers.md): what ids look like; anything else is not from the service. */
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T/;
+/** The service writes UTC times (`…Z`); the day must also be a real date, or Postgres would refuse it. */
+const ISO_UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+
+function isUtcTime(time: string): boolean {
+  if (!ISO_UTC_TIME.test(time)) return false;
+  const parsed = new Date(time);
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === time.slice(0, 10);
+}
 
 /**
  * Reads the fields this consumer uses, trusting nothing: the body must be JSON, the fields
@@ -121,7 +128,7 @@ export function parseActionEvent(data: Uint8Array, subject: string, seq: number)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CorruptEventError(seq, 'not a JSON object');
   const event = value as Record<string, unknown>;
   if (typeof event.type !== 'string' || !Number.isInteger(event.version)) throw new CorruptEventError(seq, 'type or version missing');
-  if (typeof event.time !== 'string' || !ISO_TIME.test(event.time)) throw new CorruptEventError(seq, 'time is not an ISO-8601 time');
+  if (typeof event.time !== 'string' || !isUtcTime(event.time)) throw new CorruptEventError(seq, 'time is not an ISO-8601 UTC time');
   if (typeof event.workspace_id !== 'string' || !TOKEN.test(event.workspace_id)) throw new CorruptEventError(seq, 'workspace_id is not an id');
   if (typeof event.account_id !== 'string' || !TOKEN.test(event.account_id)) throw new CorruptEventError(seq, 'account_id is not an id');
   if (typeof event.data !== 'object' || event.data === null) throw new CorruptEventError(seq, 'data missing');
@@ -367,10 +374,11 @@ export class ApprovalsPerDayConsumer {
             await this.handle(message);
           } catch (error) {
             if (this.killed) return;
-            if (error instanceof CorruptEventError) {
+            if (error instanceof CorruptEventError || isDataError(error)) {
               // Deterministic: it would fail the same way forever. Skip it, say so, go on.
+              if (!(error instanceof CorruptEventError)) await this.db!.query('ROLLBACK').catch(() => undefined);
               this.stats.corrupt++;
-              this.log(`skipped: ${error.message}`);
+              this.log(`skipped: ${error instanceof CorruptEventError ? error.message : `stream sequence ${message.seq}: Postgres refused its data (${String((error as Error).message)})`}`);
               message.ack();
               continue;
             }
@@ -459,6 +467,16 @@ export class ApprovalsPerDayConsumer {
 }
 
 /** Two processes creating the same schema or table at once: the loser's error is harmless. */
+/**
+ * Postgres refused the row for what the event holds (SQLSTATE class 22: a bad date, a
+ * value out of range, an invalid byte): retrying cannot help, so it is skipped like a
+ * corrupt message instead of holding the consumer back forever.
+ */
+function isDataError(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code.startsWith('22');
+}
+
 function ignoreConcurrentCreate(error: unknown): void {
   const code = (error as { code?: string }).code;
   if (code !== '23505' && code !== '42P06' && code !== '42P07') throw error;

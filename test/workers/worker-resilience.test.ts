@@ -103,6 +103,56 @@ describe('agent runs stop before a tool call once their key is revoked', functio
   });
 });
 
+describe('an agent whose run stopped being its own mid-run', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let agent: AgentWorker | undefined;
+  after(async () => {
+    await agent?.stop();
+    await svc?.stop();
+  });
+
+  it('makes no tool call and no model turn after another worker failed the run (a takeover)', async () => {
+    svc = await startTestService('takenover', { ROLES: 'http,projectors' });
+    const tenant = await svc.tenant('takeover');
+    const model = new ScriptedModel();
+    agent = worker(svc, model);
+    await agent.start();
+    model.give(CALL('get_account_summary'));
+    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account, then look at campaigns');
+    await eventually(() => expect(model.requests).to.have.length(2), 20_000);
+    // What a worker that took this run for dead does: it fails the run in the owner's name.
+    const { writeModel } = svc.service.infrastructure;
+    const account = await writeModel.accounts.load(writeModel.accountSubject(tenant.workspaceId, tenant.accounts.sandbox));
+    await writeModel.finishRun({
+      workspaceId: tenant.workspaceId,
+      accountId: tenant.accounts.sandbox,
+      runId,
+      workerId: account.state.activeRun!.workerId,
+      outcome: {
+        kind: 'failed',
+        code: 'internal',
+        message: 'taken over by another worker (test)',
+        text: '',
+        truncated: false,
+        usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
+        durationMs: null,
+      },
+      meta: { actor: { kind: 'worker', id: 'the-other-worker' }, correlationId: runId },
+    });
+    model.give(CALL('list_campaigns'));
+    const run = await waitForTerminalRun(svc, tenant.keys.read, runId, 20_000);
+    expect(run.status).to.equal('failed');
+    expect(run.error.message).to.equal('taken over by another worker (test)');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const history = (await (await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox}/history?run_id=${runId}`, { key: tenant.keys.read })).json()) as {
+      data: { type: string; data: { name?: string } }[];
+    };
+    expect(history.data.filter((e) => e.type === 'ToolCalled').map((e) => e.data.name)).to.deep.equal(['get_account_summary']);
+    expect(model.requests, 'no model turn after the stop').to.have.length(2);
+  });
+});
+
 describe('agent worker fairness across workspaces (AGENT_MAX_RUNS_PER_WORKSPACE)', function () {
   this.timeout(90_000);
   let svc: TestService;
