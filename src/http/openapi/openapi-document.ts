@@ -708,7 +708,8 @@ const baseDocument = {
         description:
           'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks. ' +
           'The per-check `checks` are shown only to a request from loopback or with an admin key (they name internals); everyone else ' +
-          'gets `status` alone. Probes without credentials are never rate limited.',
+          'gets `status` alone. Probes without credentials are never rate limited. Events parked in the projection quarantine ' +
+          'are named in the `projections` detail and do not make the service unready.',
         ...unauthenticated,
         responses: {
           '200': {
