@@ -1,4 +1,4 @@
-import type { MatchType } from '../platform/ads-platform.ts';
+import type { Campaign, MatchType } from '../platform/ads-platform.ts';
 
 /**
  * A proposed change before the policy classified it: the change itself (`params`) and the
@@ -48,6 +48,17 @@ export interface TargetBasis {
   readonly portfolio_id: string | null;
   /** Campaigns a change would move: 1, or every campaign on the portfolio strategy. */
   readonly campaigns_affected: number;
+}
+
+/** What a target change on `campaign` is based on: the same for the agent's tools, the target endpoint and the apply-time check. */
+export function targetBasisOf(campaign: Campaign): TargetBasis {
+  const portfolio = campaign.bidding_strategy.portfolio;
+  return {
+    campaign_status: campaign.status,
+    strategy_type: campaign.bidding_strategy.type,
+    portfolio_id: portfolio?.id ?? null,
+    campaigns_affected: portfolio ? portfolio.campaign_ids.length : 1,
+  };
 }
 
 export type ActionDraftOf<K extends ActionDraft['kind']> = Extract<ActionDraft, { kind: K }>;

@@ -1,7 +1,7 @@
 import type { ActionState } from '../../commands/action/action-state.ts';
 import { last30Days } from '../agent/tools/date-range.ts';
 import type { AdsPlatform, Campaign, MatchType, PlatformAccountRef } from '../platform/ads-platform.ts';
-import type { ActionDraft } from './action-draft.ts';
+import { targetBasisOf, type ActionDraft } from './action-draft.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
 
 /**
@@ -45,12 +45,7 @@ export async function liveDraft(platform: AdsPlatform, account: PlatformAccountR
       const campaign = await campaignOf(params.campaign_id);
       if (!campaign) return null;
       const strategy = campaign.bidding_strategy;
-      const basis = {
-        campaign_status: campaign.status,
-        strategy_type: strategy.type,
-        portfolio_id: strategy.portfolio?.id ?? null,
-        campaigns_affected: strategy.portfolio ? strategy.portfolio.campaign_ids.length : 1,
-      };
+      const basis = targetBasisOf(campaign);
       return action.kind === 'set_target_cpa'
         ? { kind: 'set_target_cpa', params: { campaign_id: campaign.id, target_cpa: params.target_cpa }, based_on: { ...basis, target_cpa: strategy.target_cpa } }
         : { kind: 'set_target_roas', params: { campaign_id: campaign.id, target_roas_pct: params.target_roas_pct }, based_on: { ...basis, target_roas_pct: strategy.target_roas_pct } };

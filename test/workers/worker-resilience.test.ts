@@ -73,18 +73,19 @@ async function metric(svc: TestService, name: string, labels: string): Promise<n
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
-describe('agent runs stop before a tool call once their key is revoked', function () {
+describe('agent runs stop before their next tool call once they may not go on', function () {
   this.timeout(60_000);
-  let svc: TestService;
+  let svc: TestService | undefined;
   let agent: AgentWorker | undefined;
-  after(async () => {
+  afterEach(async () => {
     await agent?.stop();
     await svc?.stop();
   });
 
-  it('makes the tool call before the revocation and none after it; the run fails with key_revoked', async () => {
-    svc = await startTestService('revokemidrun', { ROLES: 'http,projectors' });
-    const tenant = await svc.tenant('revoke');
+  /** A run whose first tool call is done and recorded, its model waiting for the next turn. */
+  async function runAfterItsFirstToolCall(label: string) {
+    svc = await startTestService(label, { ROLES: 'http,projectors' });
+    const tenant = await svc.tenant(label);
     const model = new ScriptedModel();
     agent = worker(svc, model);
     await agent.start();
@@ -92,6 +93,11 @@ describe('agent runs stop before a tool call once their key is revoked', functio
     const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account, then look at campaigns');
     // The second model request: the first tool call is done and recorded.
     await eventually(() => expect(model.requests).to.have.length(2), 20_000);
+    return { svc, tenant, model, runId };
+  }
+
+  it('makes the tool call before a revocation and none after it; the run fails with key_revoked', async () => {
+    const { svc, tenant, model, runId } = await runAfterItsFirstToolCall('revoke');
     await revokeKey(svc.service.infrastructure, tenant.keyIds.write);
     model.give(CALL('list_campaigns'));
     const run = await waitForTerminalRun(svc, tenant.keys.read, runId, 20_000);
@@ -101,26 +107,9 @@ describe('agent runs stop before a tool call once their key is revoked', functio
     expect(run.result.tool_calls.map((c: { name: string }) => c.name)).to.deep.equal(['get_account_summary']);
     expect(model.requests, 'no model turn after the stop').to.have.length(2);
   });
-});
-
-describe('an agent whose run stopped being its own mid-run', function () {
-  this.timeout(60_000);
-  let svc: TestService;
-  let agent: AgentWorker | undefined;
-  after(async () => {
-    await agent?.stop();
-    await svc?.stop();
-  });
 
   it('makes no tool call and no model turn after another worker failed the run (a takeover)', async () => {
-    svc = await startTestService('takenover', { ROLES: 'http,projectors' });
-    const tenant = await svc.tenant('takeover');
-    const model = new ScriptedModel();
-    agent = worker(svc, model);
-    await agent.start();
-    model.give(CALL('get_account_summary'));
-    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account, then look at campaigns');
-    await eventually(() => expect(model.requests).to.have.length(2), 20_000);
+    const { svc, tenant, model, runId } = await runAfterItsFirstToolCall('takeover');
     // What a worker that took this run for dead does: it fails the run in the owner's name.
     const { writeModel } = svc.service.infrastructure;
     const account = await writeModel.accounts.load(writeModel.accountSubject(tenant.workspaceId, tenant.accounts.sandbox));

@@ -1,6 +1,7 @@
 import { MATCH_TYPES, type MatchType } from '../../platform/ads-platform.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import { negativeKeywordBasis } from '../../policy/negative-keyword-basis.ts';
+import { targetBasisOf } from '../../policy/action-draft.ts';
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
 import { last30Days } from './date-range.ts';
@@ -113,16 +114,6 @@ export const setCampaignBudget: AgentTool<{ campaign_id: string; daily_budget: n
   },
 };
 
-function targetBasis(campaign: Awaited<ReturnType<typeof campaignOf>>) {
-  const portfolio = campaign.bidding_strategy.portfolio;
-  return {
-    campaign_status: campaign.status,
-    strategy_type: campaign.bidding_strategy.type,
-    portfolio_id: portfolio?.id ?? null,
-    campaigns_affected: portfolio ? portfolio.campaign_ids.length : 1,
-  };
-}
-
 export const setTargetCpa: AgentTool<{ campaign_id: string; target_cpa: number; reason?: string }> = {
   name: 'set_target_cpa',
   kind: 'propose',
@@ -140,7 +131,7 @@ export const setTargetCpa: AgentTool<{ campaign_id: string; target_cpa: number; 
     }
     const target = money(input.target_cpa);
     const action = await context.propose(
-      { kind: 'set_target_cpa', params: { campaign_id: campaign.id, target_cpa: target }, based_on: { ...targetBasis(campaign), target_cpa: current } },
+      { kind: 'set_target_cpa', params: { campaign_id: campaign.id, target_cpa: target }, based_on: { ...targetBasisOf(campaign), target_cpa: current } },
       `Change the target CPA of "${campaign.name}" from ${current} to ${target}`,
       input.reason ?? '',
     );
@@ -168,7 +159,7 @@ export const setTargetRoas: AgentTool<{ campaign_id: string; target_roas_pct: nu
       {
         kind: 'set_target_roas',
         params: { campaign_id: campaign.id, target_roas_pct: target },
-        based_on: { ...targetBasis(campaign), target_roas_pct: current },
+        based_on: { ...targetBasisOf(campaign), target_roas_pct: current },
       },
       `Change the target ROAS of "${campaign.name}" from ${current}% to ${target}%`,
       input.reason ?? '',

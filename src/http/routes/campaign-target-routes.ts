@@ -7,7 +7,7 @@ import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import type { Principal } from '../../auth/scopes.ts';
 import { requireScope } from '../../auth/scopes.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
-import type { ActionDraft } from '../../policy/action-draft.ts';
+import { targetBasisOf, type ActionDraft } from '../../policy/action-draft.ts';
 import { approvalsUrl } from '../../policy/proposal-service.ts';
 import { requestFingerprint, validateIdempotencyKey } from '../idempotency/idempotency-store.ts';
 import { readJsonBody } from '../json-body.ts';
@@ -62,12 +62,7 @@ export function campaignTargetRouter(api: ApiContext): Router {
     const campaign = isIdToken(campaignId) ? await api.platform.getCampaign(account, campaignId) : null;
     if (!campaign || campaign.status === 'removed') throw new CampaignNotFoundError(campaignId);
     const strategy = campaign.bidding_strategy;
-    const basis = {
-      campaign_status: campaign.status,
-      strategy_type: strategy.type,
-      portfolio_id: strategy.portfolio?.id ?? null,
-      campaigns_affected: strategy.portfolio ? strategy.portfolio.campaign_ids.length : 1,
-    };
+    const basis = targetBasisOf(campaign);
     let draft: ActionDraft;
     let summary: string;
     if (body.target_cpa !== undefined) {
