@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EventEnvelope } from './envelope.ts';
 import { eventValidator, EventTextError, UnknownEventTypeError, type EventValidator } from './event-validator.ts';
 import { NO_ACCOUNT_TOKEN, SUBJECT_VERSION } from '../event-store/subjects.ts';
@@ -80,6 +81,8 @@ export interface EventAdmissionOptions {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Verdicts kept for readers close behind each other (see EventAdmission.recent). */
+const RECENT_VERDICTS = 20_000;
 
 /**
  * The one place a raw stream message becomes a trusted {@link StoredEvent}: it must be
@@ -100,10 +103,43 @@ export class EventAdmission {
   /** Installs (or replaces) the authenticity check, e.g. once signing keys are loaded. */
   useAuthenticity(check: AuthenticityCheck | undefined): void {
     this.authenticity = check;
+    this.recent.clear();
   }
+
+  /**
+   * Verdicts on recently seen messages, by stream sequence, with a digest of the exact bytes:
+   * the three projectors, the workers and the history read the same messages within moments
+   * of each other, and a full admission (schema, text, canonical JSON, Ed25519) costs about a
+   * hundred times the digest. Results are shared: readers must not mutate the events.
+   */
+  private readonly recent = new Map<number, { readonly digest: string; readonly subject: string; readonly result: AdmissionResult }>();
 
   /** @throws InadmissibleEventError */
   admit(raw: RawEventMessage): StoredEvent {
+    const result = this.tryAdmit(raw);
+    if (result.ok) return result.stored;
+    const { code, seq, subject, detail } = result.corrupt;
+    throw new InadmissibleEventError(code, seq, subject, detail);
+  }
+
+  /** Like {@link admit}, returning a value for a bad message so a reader can show it and go on. */
+  tryAdmit(raw: RawEventMessage): AdmissionResult {
+    const digest = createHash('sha256').update(raw.data).digest('base64');
+    const seen = this.recent.get(raw.seq);
+    if (seen && seen.digest === digest && seen.subject === raw.subject) return seen.result;
+    let result: AdmissionResult;
+    try {
+      result = { ok: true, stored: this.admitUncached(raw) };
+    } catch (error) {
+      if (!(error instanceof InadmissibleEventError)) throw error;
+      result = { ok: false, corrupt: corruptEventOf(error) };
+    }
+    if (this.recent.size >= RECENT_VERDICTS) this.recent.delete(this.recent.keys().next().value!);
+    this.recent.set(raw.seq, { digest, subject: raw.subject, result });
+    return result;
+  }
+
+  private admitUncached(raw: RawEventMessage): StoredEvent {
     const { seq, subject } = raw;
     let event: EventEnvelope;
     try {
@@ -137,15 +173,6 @@ export class EventAdmission {
     return { seq, subject, event };
   }
 
-  /** Like {@link admit}, returning a value for a bad message so a reader can show it and go on. */
-  tryAdmit(raw: RawEventMessage): AdmissionResult {
-    try {
-      return { ok: true, stored: this.admit(raw) };
-    } catch (error) {
-      if (!(error instanceof InadmissibleEventError)) throw error;
-      return { ok: false, corrupt: corruptEventOf(error) };
-    }
-  }
 }
 
 export function corruptEventOf(error: InadmissibleEventError): CorruptEvent {
