@@ -7,6 +7,7 @@ import { startService, type RunningService } from '../src/runtime/service.ts';
 import { TokenBuckets } from '../src/http/rate-limit/token-buckets.ts';
 import { compare, compareLatency, compareThroughput, figure, note, now, section } from './support/report.ts';
 import { createAccount } from '../src/operator/operator-commands.ts';
+import { waitForProjection } from '../projections/runtime/projector.ts';
 import { httpLoad, inPool, startBenchService } from './support/bench-service.ts';
 
 /**
@@ -103,6 +104,8 @@ export async function run(): Promise<void> {
     );
     const infra = limited.service.infrastructure;
     const accounts = await inPool(Array.from({ length: 2 * POSTS }, (_, i) => i), 16, async (i) => (await createAccount(infra, tenant.workspaceId, `quota ${i}`, 'none')).value.id);
+    // Setup, not measured: the accounts must be in the identity read model before their runs are posted.
+    if (!(await waitForProjection(infra.database.db, 'identity', await infra.store.lastSequence(), 60_000))) throw new Error('identity projection did not catch up');
     const post = (base: string, offset: number) => (i: number) =>
       fetch(`${base}/api/v1/runs`, {
         method: 'POST',
