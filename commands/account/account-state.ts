@@ -1,4 +1,4 @@
-import type { DomainEvent, KeyScope, PlatformKind } from '../../src/events/catalogue/index.ts';
+import type { DomainEvent, GoogleAdsAccountLink, KeyScope, PlatformKind } from '../../src/events/catalogue/index.ts';
 
 /** The one run an account may have queued or running. */
 export interface ActiveRun {
@@ -23,18 +23,21 @@ export interface AccountState {
   readonly workspaceId: string | null;
   readonly platform: PlatformKind | null;
   readonly sandboxSeed: number | null;
+  /** The Google Ads customer of a google-ads account. */
+  readonly googleAds: GoogleAdsAccountLink | null;
   readonly activeRun: ActiveRun | null;
   readonly runsQueued: number;
 }
 
 export const accountFolder = {
-  stateVersion: 2,
+  stateVersion: 3,
   initialState: (): AccountState => ({
     exists: false,
     name: '',
     workspaceId: null,
     platform: null,
     sandboxSeed: null,
+    googleAds: null,
     activeRun: null,
     runsQueued: 0,
   }),
@@ -48,6 +51,7 @@ export const accountFolder = {
           workspaceId: event.workspace_id,
           platform: event.data.platform,
           sandboxSeed: event.data.sandbox_seed,
+          googleAds: event.data.google_ads ?? null,
         };
       case 'RunQueued':
         return {

@@ -59,6 +59,20 @@ export interface Config {
   readonly eventSigningKeyFile: string | undefined;
   /** A PEM file (one or more PUBLIC KEY blocks) or a directory of *.pem files: retired keys still believed. */
   readonly eventSigningRetiredPublicKeys: string | undefined;
+  /** Where and how the Google Ads adapter reaches Google (issue #11). */
+  readonly googleAds: GoogleAdsConfig;
+  /** 32-byte AES-256-GCM key that encrypts stored platform credentials; required once a Google Ads account exists. */
+  readonly credentialsKey: Buffer | undefined;
+}
+
+export interface GoogleAdsConfig {
+  /** No trailing slash. */
+  readonly apiBaseUrl: string;
+  readonly apiVersion: string;
+  readonly oauthTokenUrl: string;
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  readonly developerToken: string | undefined;
 }
 
 export interface ConfigVariable {
@@ -110,6 +124,17 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'EVENT_SIGNING_RETIRED_PUBLIC_KEYS',
     default: '',
     description: 'Retired event signing keys still believed after a rotation: a PEM file of PUBLIC KEY blocks or a directory of *.pem files.',
+  },
+  { name: 'GOOGLE_ADS_API_BASE_URL', default: 'https://googleads.googleapis.com', description: 'Google Ads REST API origin (tests point it at a local fake).' },
+  { name: 'GOOGLE_ADS_API_VERSION', default: 'v26', description: 'Google Ads API version in request paths (vNN).' },
+  { name: 'GOOGLE_OAUTH_TOKEN_URL', default: 'https://oauth2.googleapis.com/token', description: 'OAuth 2.0 token endpoint that turns refresh tokens into access tokens.' },
+  { name: 'GOOGLE_ADS_CLIENT_ID', default: '', description: 'OAuth client id of the Google Cloud project the refresh tokens were issued to; needed for Google Ads accounts.' },
+  { name: 'GOOGLE_ADS_CLIENT_SECRET', default: '', description: 'OAuth client secret of that client. Never logged.' },
+  { name: 'GOOGLE_ADS_DEVELOPER_TOKEN', default: '', description: 'Google Ads developer token, sent as the developer-token header when set. Never logged.' },
+  {
+    name: 'CREDENTIALS_KEY',
+    default: '',
+    description: 'Base64 of 32 random bytes: the AES-256-GCM key that encrypts stored refresh tokens (outside the event log). Required once a Google Ads account exists. Never logged.',
   },
 ];
 
@@ -176,6 +201,11 @@ export function loadConfig(env: Env = process.env): Config {
   const geminiBaseUrl = raw('GEMINI_BASE_URL');
   if (geminiBaseUrl) url('GEMINI_BASE_URL', ['http:', 'https:']);
 
+  const googleAdsBaseUrl = url('GOOGLE_ADS_API_BASE_URL', ['http:', 'https:']).replace(/\/+$/, '');
+  const oauthTokenUrl = url('GOOGLE_OAUTH_TOKEN_URL', ['http:', 'https:']);
+  const googleAdsVersion = token('GOOGLE_ADS_API_VERSION', /^v[1-9][0-9]{0,2}$/, "must look like 'v26'");
+  const credentialsKey = parseCredentialsKey(raw('CREDENTIALS_KEY'), problems);
+
   const config: Config = {
     port: integer('PORT', 0, 65535),
     host: raw('HOST'),
@@ -208,7 +238,27 @@ export function loadConfig(env: Env = process.env): Config {
     agentMaxRunsPerWorkspace: integer('AGENT_MAX_RUNS_PER_WORKSPACE', 1, 64),
     eventSigningKeyFile: raw('EVENT_SIGNING_KEY_FILE') || undefined,
     eventSigningRetiredPublicKeys: raw('EVENT_SIGNING_RETIRED_PUBLIC_KEYS') || undefined,
+    googleAds: {
+      apiBaseUrl: googleAdsBaseUrl,
+      apiVersion: googleAdsVersion,
+      oauthTokenUrl,
+      clientId: raw('GOOGLE_ADS_CLIENT_ID') || undefined,
+      clientSecret: raw('GOOGLE_ADS_CLIENT_SECRET') || undefined,
+      developerToken: raw('GOOGLE_ADS_DEVELOPER_TOKEN') || undefined,
+    },
+    credentialsKey,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Base64 (standard or url-safe) of exactly 32 bytes; the problem never quotes the value. */
+function parseCredentialsKey(text: string, problems: string[]): Buffer | undefined {
+  if (text === '') return undefined;
+  const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64') : Buffer.alloc(0);
+  if (bytes.length !== 32) {
+    problems.push(`CREDENTIALS_KEY must be base64 of exactly 32 bytes (e.g. \`openssl rand -base64 32\`), got ${bytes.length} bytes`);
+    return undefined;
+  }
+  return bytes;
 }
