@@ -20,6 +20,7 @@ import { runEventsRouter } from '../http/routes/run-events-routes.ts';
 import type { ApiContext } from '../http/routes/api-context.ts';
 import { createModel } from '../agent/model/create-model.ts';
 import { createPlatform } from '../platform/create-platform.ts';
+import { requireCredentialsKeyIfNeeded } from '../platform/credentials/credentials-key-check.ts';
 import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
@@ -54,7 +55,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const stopHttp: (() => Promise<void>)[] = [];
   const stopWorkers: (() => Promise<void>)[] = [];
   const stopProjectors: (() => Promise<void>)[] = [];
-  const platform = createPlatform(database.db);
+  await requireCredentialsKeyIfNeeded(config, database.db).catch(async (error: unknown) => {
+    await infrastructure.close();
+    throw error;
+  });
+  const platform = createPlatform(database.db, config);
   const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db);
 
   const projectors: Projector[] = [];

@@ -159,7 +159,7 @@ export class ApplyWorker {
       if (workspace.state.killSwitch.engaged) return returnToQueue('the workspace kill switch is engaged');
     }
     const accountState = (await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId))).state;
-    const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed };
+    const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed, googleAds: accountState.googleAds };
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
