@@ -265,10 +265,11 @@ const DURING_DAYS: Record<string, number> = { LAST_7_DAYS: 7, LAST_14_DAYS: 14, 
 
 function holds(row: FlatRow, condition: Condition, today: string): boolean {
   const value = row[condition.field];
-  const comparable = (v: unknown): string | number => (typeof v === 'number' ? v : String(v ?? ''));
+  // Booleans compare with the TRUE / FALSE literals, case-insensitively.
+  const comparable = (v: unknown): string | number => (typeof v === 'number' ? v : typeof v === 'boolean' ? String(v).toUpperCase() : String(v ?? ''));
   const compare = (a: unknown, b: Literal) => {
     const left = comparable(a);
-    const right = typeof left === 'number' ? Number(b) : String(b);
+    const right = typeof left === 'number' ? Number(b) : typeof value === 'boolean' ? String(b).toUpperCase() : String(b);
     return left < right ? -1 : left > right ? 1 : 0;
   };
   switch (condition.op) {
