@@ -60,7 +60,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     throw error;
   });
   const platform = createPlatform(database.db, config);
-  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db);
+  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db, { platform });
 
   const projectors: Projector[] = [];
   const metrics = new ServiceMetrics({
