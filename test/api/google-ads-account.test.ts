@@ -1,0 +1,208 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'chai';
+import { createWorkspace, issueKey } from '../../src/operator/operator-commands.ts';
+import { negativeBlocks } from '../../src/platform/keyword-match.ts';
+import { serviceEnv } from '../support/cli.ts';
+import { eventually } from '../support/eventually.ts';
+import { CONVERTING_TERMS, WASTED_TERMS } from '../support/fake-google-ads/fake-account.ts';
+import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
+import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+
+/**
+ * A Google Ads account end to end: the service runs as its own process (HTTP, agent worker
+ * and apply worker, logging at trace level) against the local fake of the Google Ads REST
+ * API and OAuth endpoint; this process only projects and drives it over HTTP.
+ */
+describe('a Google Ads account through the HTTP API (service process against the fake Google Ads API)', function () {
+  this.timeout(120_000);
+  const fake = new FakeGoogleAds({ managerId: '1112223333' });
+  let svc: TestService;
+  let child: ChildProcess;
+  let baseUrl = '';
+  let logs = '';
+  const responses: string[] = [];
+  let accountId: string;
+  let refreshToken: string;
+  let writeKey: string;
+  let readKey: string;
+  const customer = () => fake.accounts.get('1234567890')!;
+
+  const request = async (method: string, path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await response.text();
+    responses.push(text);
+    return { status: response.status, body: text ? JSON.parse(text) : null };
+  };
+  const runToEnd = async (brief: string) => {
+    const started = await request('POST', '/api/v1/runs', writeKey, { brief, project_id: accountId, auto_apply: false });
+    expect(started.status, JSON.stringify(started.body)).to.equal(202);
+    let run: any;
+    await eventually(async () => {
+      run = (await request('GET', `/api/v1/runs/${started.body.id}`, writeKey)).body;
+      if (!['succeeded', 'failed', 'canceled'].includes(run.status)) throw new Error(`run is ${run.status}`);
+    }, 60_000, 100);
+    return run;
+  };
+  const approvals = async () => (await request('GET', `/api/v1/accounts/${accountId}/approvals?limit=100`, readKey)).body.data as any[];
+  const applied = (service: string) => fake.mutates(service as never).filter((r) => (r.body as { validateOnly?: boolean }).validateOnly !== true);
+
+  before(async () => {
+    await fake.start();
+    fake.seed();
+    const env = googleAdsEnv(fake);
+    svc = await startTestService('gadsapi', { ROLES: 'projectors', ...env });
+    const infra = svc.service.infrastructure;
+    const workspaceId = (await createWorkspace(infra, 'Agency')).value.id;
+    ({ accountId, refreshToken } = await connectFakeAccount(infra, fake, workspaceId, { loginCustomerId: '111-222-3333' }));
+    writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
+    readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (chunk) => (logs += chunk));
+    child.stderr!.on('data', (chunk) => (logs += chunk));
+    await eventually(() => {
+      const url = /listening on (http:\/\/\S+)/.exec(logs)?.[1];
+      if (!url) throw new Error(`service not up yet: ${logs.slice(-500)}`);
+      baseUrl = url;
+    }, 60_000, 100);
+  });
+  after(async () => {
+    child?.kill('SIGTERM');
+    await new Promise((resolve) => (child && child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
+    await svc?.stop();
+    await fake.stop();
+  });
+
+  it('lists the account’s campaigns from Google Ads, removed ones left out', async () => {
+    const campaigns = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(campaigns.status).to.equal(200);
+    expect(campaigns.body.data.map((c: { id: string }) => c.id)).to.deep.equal(['111', '222', '333', '444', '666']);
+    expect(campaigns.body.data[0]).to.deep.include({ id: '111', daily_budget: 50 });
+  });
+
+  it('a waste brief proposes negatives for the wasted search terms, none blocking a converting term, each dry-run first', async () => {
+    const run = await runToEnd('Find wasted spend in my search terms and propose negative keywords');
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const proposed = (await approvals()).filter((a) => a.kind === 'add_negative_keywords');
+    expect(proposed.length).to.be.within(1, 3);
+    const blocked = new Set<string>();
+    for (const action of proposed) {
+      expect(action.status).to.equal('queued');
+      for (const keyword of action.params.keywords as { text: string; match_type: 'exact' | 'phrase' }[]) {
+        expect(CONVERTING_TERMS.filter((t) => negativeBlocks(keyword, t)), `"${keyword.text}" blocks a converting term`).to.deep.equal([]);
+        for (const term of WASTED_TERMS) if (negativeBlocks(keyword, term)) blocked.add(term);
+      }
+    }
+    expect(blocked.size).to.be.greaterThan(3);
+    const dryRuns = fake.mutates('campaignCriteria').filter((r) => (r.body as { validateOnly?: boolean }).validateOnly === true);
+    expect(dryRuns).to.have.length(proposed.length);
+    expect(applied('campaignCriteria')).to.deep.equal([]);
+  });
+
+  it('an approved negative reaches Google Ads as a campaignCriterion create on the right campaign', async () => {
+    const action = (await approvals()).find((a) => a.kind === 'add_negative_keywords' && a.params.campaign_id === '111')!;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === action.id)!.status).to.equal('applied'), 30_000);
+    const [sent] = applied('campaignCriteria');
+    const operations = (sent!.body as { operations: { create: Record<string, unknown> }[]; partialFailure: boolean }).operations;
+    expect((sent!.body as { partialFailure: boolean }).partialFailure).to.equal(true);
+    expect(operations.map((o) => o.create)).to.deep.equal(
+      (action.params.keywords as { text: string; match_type: string }[]).map((k) => ({
+        campaign: 'customers/1234567890/campaigns/111',
+        negative: true,
+        keyword: { text: k.text, matchType: k.match_type.toUpperCase() },
+      })),
+    );
+    expect(customer().negatives.map((n) => n.campaignId)).to.satisfy((ids: string[]) => ids.length > 0 && ids.every((id) => id === '111'));
+  });
+
+  it('an approved target change reaches Google Ads as a campaign update in micros with its updateMask', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/111/target`, writeKey, { target_cpa: 27.5, reason: 'CPA has room' });
+    expect(proposed.status, JSON.stringify(proposed.body)).to.equal(200);
+    expect(proposed.body.disposition).to.equal('queued');
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 30_000);
+    expect(applied('campaigns').map((r) => r.body)).to.deep.equal([
+      {
+        operations: [{ update: { resourceName: 'customers/1234567890/campaigns/111', maximizeConversions: { targetCpaMicros: '27500000' } }, updateMask: 'maximizeConversions.targetCpaMicros' }],
+        partialFailure: true,
+        validateOnly: false,
+      },
+    ]);
+  });
+
+  it('a target Google Ads refuses in validateOnly is blocked with its message and never reaches the approval queue', async () => {
+    fake.maxTargetCpaMicros = 40_000_000;
+    try {
+      const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 45, reason: 'try' });
+      expect(proposed.status).to.equal(200);
+      expect(proposed.body).to.deep.include({ disposition: 'blocked', risk_tier: 'blocked' });
+      expect(proposed.body.policy_reasons.join(' ')).to.include('Google Ads: Too high. (rangeError.TOO_HIGH)');
+      const queued = (await request('GET', `/api/v1/accounts/${accountId}/approvals?status=queued&limit=100`, readKey)).body.data as { id: string }[];
+      expect(queued.map((a) => a.id)).not.to.include(proposed.body.id);
+      expect(applied('campaigns').filter((r) => JSON.stringify(r.body).includes('campaigns/666'))).to.deep.equal([]);
+    } finally {
+      fake.maxTargetCpaMicros = null;
+    }
+  });
+
+  it('a target changed in Google Ads after the proposal sends the approved action back to the queue, naming the new value', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 28, reason: 'tighten' });
+    expect(proposed.body.disposition).to.equal('queued');
+    customer().campaigns.get('666')!.targetCpa = { targetCpaMicros: 35_000_000 };
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.include('now 35');
+    expect(customer().campaigns.get('666')!.targetCpa!.targetCpaMicros).to.equal(35_000_000);
+  });
+
+  it('waits out a 429 for its retryDelay and refreshes an expired access token', async () => {
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '1s' });
+    const started = Date.now();
+    expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
+    expect(Date.now() - started).to.be.at.least(1000);
+
+    fake.expireAccessTokens();
+    const exchanges = fake.tokenExchanges;
+    expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
+    expect(fake.tokenExchanges - exchanges).to.equal(1);
+  });
+
+  it('a revoked grant fails the run with account_not_connected, and reads with 409 account-not-connected', async () => {
+    fake.revokeRefreshToken(refreshToken);
+    fake.expireAccessTokens();
+    const run = await runToEnd('How did my campaigns do?');
+    expect(run.status).to.equal('failed');
+    expect(run.error.code).to.equal('account_not_connected');
+    expect(run.error.message).to.include('reconnect');
+    const read = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(read.status).to.equal(409);
+    expect(read.body.type).to.match(/account-not-connected$/);
+  });
+
+  it('the refresh token appears in no event, no API response and no log line', async () => {
+    const { store } = svc.service.infrastructure;
+    let events = '';
+    for (let seq = 1; seq <= (await store.lastSequence()); seq++) {
+      const raw = await store.rawAt(seq);
+      if (raw) events += Buffer.from(raw.data).toString('utf8');
+    }
+    expect(events).to.include('1234567890');
+    expect(logs.length).to.be.greaterThan(1000);
+    for (const [where, text] of [['events', events], ['responses', responses.join('\n')], ['logs', logs]] as const) {
+      expect(text.includes(refreshToken), `refresh token in ${where}`).to.equal(false);
+      expect(text.includes('fake-client-secret'), `client secret in ${where}`).to.equal(false);
+    }
+  });
+});
