@@ -443,6 +443,8 @@ export const openApiDocument = {
           '404': responseRef('AccountNotFound'),
           '409': responseRef('AccountNotConnected'),
           '500': responseRef('InternalError'),
+          '502': responseRef('PlatformRefused'),
+          '503': responseRef('PlatformUnavailable'),
         },
       },
     },
@@ -485,6 +487,7 @@ export const openApiDocument = {
           '415': responseRef('UnsupportedMediaType'),
           '422': responseRef('ValidationFailed'),
           '500': responseRef('InternalError'),
+          '502': responseRef('PlatformRefused'),
           '503': responseRef('ServiceUnavailable'),
         },
       },
@@ -991,7 +994,8 @@ export const openApiDocument = {
         content: problem(),
       },
       AccountNotConnected: {
-        description: 'The account has no connected advertising platform (`account-not-connected`).',
+        description:
+          'The account has no connected advertising platform, or Google refused its authorisation (revoked or expired grant); the detail says how to reconnect it (`account-not-connected`).',
         headers: requestIdHeader,
         content: problem(),
       },
@@ -1047,6 +1051,18 @@ export const openApiDocument = {
       },
       ServiceUnavailable: {
         description: 'Temporarily unable to decide (e.g. persistent write contention); retry after `Retry-After` seconds.',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
+        content: problem(),
+      },
+      PlatformRefused: {
+        description:
+          'The advertising platform refused a call the service made for this request (`platform-request-refused`): `detail` quotes the platform\'s message and error code, `platform_errors` lists each `{error_code, message}`.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      PlatformUnavailable: {
+        description:
+          'The advertising platform is unreachable or failing (`platform-unavailable`), or its rate limit lasts longer than the service waits (`platform-rate-limited`, quoting the platform\'s message); retry after `Retry-After` seconds.',
         headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
         content: problem(),
       },

@@ -49,7 +49,8 @@ export class GoogleAdsRequestError extends ProblemError {
     const first = errors[0];
     super({
       type: 'platform-request-refused',
-      status: 422,
+      // The platform refused a call the service made: a bad gateway for the client, whose own request was fine.
+      status: 502,
       title: 'Google Ads refused the request',
       detail: first ? `Google Ads: ${first.message} (${first.errorCode})` : `Google Ads answered HTTP ${httpStatus}`,
       extensions: {
@@ -68,7 +69,7 @@ export class GoogleAdsQuotaExhaustedError extends ProblemError {
       status: 503,
       title: 'Google Ads rate limit reached',
       detail: `Google Ads: ${message}${retryDelayMs !== null ? ` (retry after ${Math.ceil(retryDelayMs / 1000)} s)` : ''}`,
-      ...(retryDelayMs !== null ? { headers: { 'retry-after': String(Math.ceil(retryDelayMs / 1000)) } } : {}),
+      headers: { 'retry-after': String(retryDelayMs !== null ? Math.max(1, Math.ceil(retryDelayMs / 1000)) : 60) },
     });
   }
 }
