@@ -27,10 +27,12 @@ export interface AccountState {
   readonly googleAds: GoogleAdsAccountLink | null;
   readonly activeRun: ActiveRun | null;
   readonly runsQueued: number;
+  /** Newest platform change recorded (PlatformChangeObserved), and the ids recorded at exactly that time: what the next import skips. */
+  readonly platformChanges: { readonly lastTime: string; readonly idsAtLastTime: readonly string[] };
 }
 
 export const accountFolder = {
-  stateVersion: 3,
+  stateVersion: 4,
   initialState: (): AccountState => ({
     exists: false,
     name: '',
@@ -40,6 +42,7 @@ export const accountFolder = {
     googleAds: null,
     activeRun: null,
     runsQueued: 0,
+    platformChanges: { lastTime: '', idsAtLastTime: [] },
   }),
   evolve(state: AccountState, event: DomainEvent): AccountState {
     switch (event.type) {
@@ -73,6 +76,13 @@ export const accountFolder = {
         return state.activeRun?.runId === event.data.run_id
           ? { ...state, activeRun: { ...state.activeRun, status: 'running', startedAt: event.time, workerId: event.data.worker_id } }
           : state;
+      case 'PlatformChangeObserved': {
+        const time = event.data.change_date_time;
+        const seen = state.platformChanges;
+        if (time < seen.lastTime) return state;
+        const ids = time === seen.lastTime ? [...seen.idsAtLastTime, event.data.change_id] : [event.data.change_id];
+        return { ...state, platformChanges: { lastTime: time, idsAtLastTime: ids } };
+      }
       case 'RunCanceled':
       case 'RunSucceeded':
       case 'RunFailed':

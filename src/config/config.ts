@@ -63,6 +63,7 @@ export interface Config {
   readonly googleAds: GoogleAdsConfig;
   /** 32-byte AES-256-GCM key that encrypts stored platform credentials; required once a Google Ads account exists. */
   readonly credentialsKey: Buffer | undefined;
+  readonly googleAdsChangeImportIntervalMs: number;
 }
 
 export interface GoogleAdsConfig {
@@ -131,6 +132,11 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'GOOGLE_ADS_CLIENT_ID', default: '', description: 'OAuth client id of the Google Cloud project the refresh tokens were issued to; needed for Google Ads accounts.' },
   { name: 'GOOGLE_ADS_CLIENT_SECRET', default: '', description: 'OAuth client secret of that client. Never logged.' },
   { name: 'GOOGLE_ADS_DEVELOPER_TOKEN', default: '', description: 'Google Ads developer token, sent as the developer-token header when set. Never logged.' },
+  {
+    name: 'GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS',
+    default: '300000',
+    description: 'How often the apply-worker role imports Google Ads change_event rows into each Google Ads account\'s history (5 minutes); 0 turns the import off.',
+  },
   {
     name: 'CREDENTIALS_KEY',
     default: '',
@@ -247,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
       developerToken: raw('GOOGLE_ADS_DEVELOPER_TOKEN') || undefined,
     },
     credentialsKey,
+    googleAdsChangeImportIntervalMs: integer('GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS', 0, 86_400_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

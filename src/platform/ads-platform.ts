@@ -1,4 +1,4 @@
-import type { GoogleAdsAccountLink, PlatformKind } from '../events/catalogue/index.ts';
+import type { GoogleAdsAccountLink, PlatformChangeObservedData, PlatformKind } from '../events/catalogue/index.ts';
 
 /**
  * The ads platform port. Two adapters: the sandbox (generated accounts kept in
@@ -142,6 +142,11 @@ export interface AdsPlatform {
    * the platform's refusal. Adapters without one (the sandbox) leave it out.
    */
   validateChange?(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
+  /**
+   * Changes the platform reports for the account at or after `since` (the platform's own
+   * time format), oldest first, made by anyone. Adapters without a change log leave it out.
+   */
+  platformChanges?(account: PlatformAccountRef, since: string): Promise<PlatformChangeObservedData[]>;
 }
 
 /** What an applied change did, part by part: refused operations are listed per keyword (or field). */

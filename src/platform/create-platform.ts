@@ -59,6 +59,10 @@ class PlatformRouter implements AdsPlatform {
   listNegativeKeywords: AdsPlatform['listNegativeKeywords'] = (account, id) => this.of(account).listNegativeKeywords(account, id);
   applyChange: AdsPlatform['applyChange'] = (account, change) => this.of(account).applyChange(account, change);
 
+  async platformChanges(account: PlatformAccountRef, since: string) {
+    return (await this.of(account).platformChanges?.(account, since)) ?? [];
+  }
+
   async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     await this.of(account).validateChange?.(account, change);
   }

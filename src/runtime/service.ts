@@ -24,6 +24,7 @@ import { requireCredentialsKeyIfNeeded } from '../platform/credentials/credentia
 import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
+import { PlatformChangeImporter } from '../workers/platform-change-importer.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
@@ -171,6 +172,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await applyWorker.start();
     const worker = applyWorker;
     stopWorkers.push(() => worker.stop());
+    const changeImporter = new PlatformChangeImporter({ infrastructure, platform, logger, intervalMs: config.googleAdsChangeImportIntervalMs });
+    changeImporter.start();
+    stopWorkers.push(() => changeImporter.stop());
   }
 
   logger.info({ roles: config.roles, port: http?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');

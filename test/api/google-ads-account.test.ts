@@ -62,7 +62,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
     readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace' },
+      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk) => (logs += chunk));
@@ -156,7 +156,19 @@ describe('a Google Ads account through the HTTP API (service process against the
   it('a target changed in Google Ads after the proposal sends the approved action back to the queue, naming the new value', async () => {
     const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 28, reason: 'tighten' });
     expect(proposed.body.disposition).to.equal('queued');
+    // Someone raises the target in the Google Ads web UI meanwhile.
     customer().campaigns.get('666')!.targetCpa = { targetCpaMicros: 35_000_000 };
+    fake.recordOutsideChange('1234567890', {
+      changeResourceType: 'CAMPAIGN',
+      changeResourceName: 'customers/1234567890/campaigns/666',
+      clientType: 'GOOGLE_ADS_WEB_CLIENT',
+      userEmail: 'marketer@example.com',
+      resourceChangeOperation: 'UPDATE',
+      changedFields: 'target_cpa.target_cpa_micros',
+      oldResource: { campaign: { targetCpa: { targetCpaMicros: '30000000' } } },
+      newResource: { campaign: { targetCpa: { targetCpaMicros: '35000000' } } },
+      campaign: 'customers/1234567890/campaigns/666',
+    });
     expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
     let action: any;
     await eventually(async () => {
@@ -167,8 +179,36 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(customer().campaigns.get('666')!.targetCpa!.targetCpaMicros).to.equal(35_000_000);
   });
 
+  it('imports the changes Google Ads reports (change_event) into the account history, each once', async () => {
+    const observed = async () =>
+      ((await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; data: any }[]).filter((e) => e.type === 'PlatformChangeObserved');
+    let changes: { type: string; data: any }[] = [];
+    await eventually(async () => {
+      changes = await observed();
+      expect(changes.map((e) => e.data.client_type)).to.include('GOOGLE_ADS_WEB_CLIENT');
+    }, 30_000);
+    const outside = changes.find((e) => e.data.client_type === 'GOOGLE_ADS_WEB_CLIENT')!;
+    expect(outside.data).to.deep.include({
+      resource_type: 'CAMPAIGN',
+      resource_name: 'customers/1234567890/campaigns/666',
+      operation: 'UPDATE',
+      user_email: 'marketer@example.com',
+      campaign_id: '666',
+      changes: [{ field: 'target_cpa.target_cpa_micros', old: '30000000', new: '35000000' }],
+      more_changes: 0,
+    });
+    // The service's own approved change, as Google reports it, is there too.
+    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximize_conversions.target_cpa_micros');
+    const count = changes.length;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const again = await observed();
+    expect(again).to.have.length(count);
+    expect(new Set(again.map((e) => e.data.change_id)).size).to.equal(count);
+  });
+
   it('waits out a 429 for its retryDelay and refreshes an expired access token', async () => {
-    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '1s' });
+    // Only the campaign listing: the change importer searches in the background too.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '1s' }, 1, (body) => String(body.query).includes('FROM campaign WHERE'));
     const started = Date.now();
     expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
     expect(Date.now() - started).to.be.at.least(1000);

@@ -15,6 +15,8 @@ import type {
 import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-errors.ts';
 import { checkRange } from '../sandbox/sandbox-queries.ts';
 import { derivedRates } from '../sandbox/sandbox-metrics.ts';
+import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
+import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime } from './google-ads-change-events.ts';
 import { changeOperations } from './google-ads-changes.ts';
 import {
   campaignOf,
@@ -188,6 +190,19 @@ export class GoogleAdsPlatform implements AdsPlatform {
   /** The dry run: the change sent with validateOnly. @throws GoogleAdsRequestError when Google would refuse it */
   async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     await this.sendChange(account, change, true);
+  }
+
+  /** change_event rows at or after `since` (never older than Google keeps), oldest first. */
+  async platformChanges(account: PlatformAccountRef, since: string): Promise<PlatformChangeObservedData[]> {
+    const target = this.target(account);
+    const oldest = oldestChangeTime(this.now());
+    const from = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/.test(since) && since > oldest ? since : oldest;
+    const rows = await this.transport.search(
+      target,
+      `SELECT ${CHANGE_EVENT_QUERY_FIELDS} FROM change_event WHERE change_event.change_date_time >= '${from}' ` +
+        `ORDER BY change_event.change_date_time ASC LIMIT ${CHANGE_EVENT_LIMIT}`,
+    );
+    return rows.map(observedChangeOf);
   }
 
   private async sendChange(account: PlatformAccountRef, change: PlatformChange, validateOnly: boolean): Promise<ChangeOutcome> {

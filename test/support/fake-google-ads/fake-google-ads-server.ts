@@ -50,7 +50,7 @@ export class FakeGoogleAds {
   readonly validRefreshTokens = new Set<string>();
   /** Access token -> refresh token it came from and when it expires. */
   private readonly accessTokens = new Map<string, { refreshToken: string; expiresAt: number }>();
-  private readonly failures: { match: RegExp; failure: ScriptedFailure }[] = [];
+  private readonly failures: { match: RegExp; failure: ScriptedFailure; when?: (body: Record<string, unknown>) => boolean }[] = [];
   private server: Server | undefined;
   tokenExchanges = 0;
   /** Above this a target CPA is refused (rangeError TOO_HIGH), in micros. */
@@ -110,8 +110,9 @@ export class FakeGoogleAds {
     for (const grant of this.accessTokens.values()) grant.expiresAt = 0;
   }
 
-  failNext(pathPattern: RegExp, failure: ScriptedFailure, times = 1): void {
-    for (let i = 0; i < times; i++) this.failures.push({ match: pathPattern, failure });
+  /** Plays `failure` instead of the next `times` calls whose path matches (and whose body `when` accepts). */
+  failNext(pathPattern: RegExp, failure: ScriptedFailure, times = 1, when?: (body: Record<string, unknown>) => boolean): void {
+    for (let i = 0; i < times; i++) this.failures.push({ match: pathPattern, failure, when });
   }
 
   /** A change made outside the service (the web UI), as change_event reports it. */
@@ -189,7 +190,7 @@ export class FakeGoogleAds {
     const match = /^\/(v\d+)\/customers\/(\d+)\/(googleAds:search|googleAds:searchStream|[A-Za-z]+:mutate)$/.exec(path);
     if (!match || req.method !== 'POST') return [404, rpcError(404, 'NOT_FOUND', `The requested URL ${path} was not found on this server.`, v)];
     if (match[1] !== v) return [404, rpcError(404, 'NOT_FOUND', `Version ${match[1]} is not served; use ${v}.`, v)];
-    const scripted = this.failures.findIndex((f) => f.match.test(path));
+    const scripted = this.failures.findIndex((f) => f.match.test(path) && (f.when?.(body) ?? true));
     if (scripted >= 0) {
       const { failure } = this.failures.splice(scripted, 1)[0]!;
       if (failure.kind === 'quota') {
