@@ -3,7 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { ConfigError } from '../../src/config/config.ts';
+import { createLogger } from '../../src/log/logger.ts';
 import { CredentialStore } from '../../src/platform/credentials/credential-store.ts';
+import { startService } from '../../src/runtime/service.ts';
 import { runCli } from '../support/cli.ts';
 import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
@@ -69,6 +72,12 @@ describe('adsagent account create --platform google-ads', function () {
     expect(accounts.stdout).to.include(id).and.include('1234567890');
     expect(await wholeEventLog(svc)).not.to.include(refreshToken);
     expect(result.stdout + result.stderr + accounts.stderr).not.to.include(refreshToken);
+  });
+
+  it('once a Google Ads account exists, a service without CREDENTIALS_KEY refuses to start, saying why', async () => {
+    const error = await startService({ ...svc.config, credentialsKey: undefined, roles: ['projectors'] }, createLogger('silent')).catch((e: unknown) => e as ConfigError);
+    expect(error).to.be.instanceOf(ConfigError);
+    expect((error as ConfigError).problems.join()).to.match(/CREDENTIALS_KEY is required: \d+ Google Ads account\(s\)/);
   });
 
   it('refuses a refresh token Google refuses: exit 1, the reason, and nothing recorded', async () => {
