@@ -80,6 +80,21 @@ describe('adsagent account create --platform google-ads', function () {
     expect((error as ConfigError).problems.join()).to.match(/CREDENTIALS_KEY is required: \d+ Google Ads account\(s\)/);
   });
 
+  it('reconnects an account with a new refresh token, checked first; the old one is replaced', async () => {
+    const first = fake.issueRefreshToken();
+    const created = await create(['--customer-id', '1234567890', '--refresh-token-file', tokenFile(first)]);
+    const { id } = JSON.parse(created.stdout) as { id: string };
+    fake.revokeRefreshToken(first);
+    const refused = await runCli(svc.config, ['account', 'reconnect', id, '--refresh-token-file', tokenFile(first)], 60_000, env);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.include('invalid_grant');
+    const second = fake.issueRefreshToken();
+    const reconnected = await runCli(svc.config, ['account', 'reconnect', id, '--refresh-token-file', tokenFile(second), '--json'], 60_000, env);
+    expect(reconnected.code, reconnected.stderr).to.equal(0);
+    expect(JSON.parse(reconnected.stdout)).to.deep.equal({ id, reconnected: true });
+    expect(await new CredentialStore(svc.service.infrastructure.database.db, credentialsKey).get(id)).to.equal(second);
+  });
+
   it('refuses a refresh token Google refuses: exit 1, the reason, and nothing recorded', async () => {
     const before = await svc.service.infrastructure.store.lastSequence();
     const result = await create(['--customer-id', '1234567890', '--refresh-token-file', tokenFile('1//not-a-token-google-knows')]);

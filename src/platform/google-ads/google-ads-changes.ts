@@ -18,21 +18,29 @@ export interface ChangeContext {
   readonly target: GoogleAdsTarget;
   findCampaign(id: string): Promise<GoogleCampaign | null>;
   negatives(campaignId: string): Promise<NegativeKeyword[]>;
+  /** The account's currency code (ISO 4217), for its minimum unit. */
+  currency(): Promise<string>;
 }
 
 const MAX_MONEY = 1_000_000;
 const MAX_ROAS_PCT = 100_000;
 /**
- * Budgets and CPA bids are whole cents: the minimum unit of most currencies, and finer than
- * every other's. (Zero-decimal currencies such as JPY take any multiple of 10,000 micros too.)
+ * Currencies without minor units (ISO 4217 exponent 0): amounts are whole units there.
+ * Google Ads refuses a budget that is not a multiple of the currency's minimum unit.
  */
-const MINIMUM_UNIT_MICROS = 10_000;
+const ZERO_DECIMAL_CURRENCIES = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
 
-function money(value: number, label: string): number {
+/** Micros of one minimum unit: 10,000 (a cent) for most currencies, 1,000,000 for zero-decimal ones. */
+export function minimumUnitMicros(currency: string): number {
+  return ZERO_DECIMAL_CURRENCIES.has(currency.toUpperCase()) ? MICROS_PER_UNIT : 10_000;
+}
+
+/** An amount in micros, rounded to the currency's minimum unit; refused (not clamped) out of range. */
+function money(value: number, label: string, unitMicros: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_MONEY) {
     throw new ChangeNotApplicableError(`${label} must be between 0.01 and ${MAX_MONEY}, not ${String(value)}`);
   }
-  const micros = Math.round((value * MICROS_PER_UNIT) / MINIMUM_UNIT_MICROS) * MINIMUM_UNIT_MICROS;
+  const micros = Math.round((value * MICROS_PER_UNIT) / unitMicros) * unitMicros;
   if (micros <= 0) throw new ChangeNotApplicableError(`${label} rounds to 0 in the account's currency`);
   return micros;
 }
@@ -89,7 +97,7 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
     }
     case 'set_campaign_budget': {
       const found = await campaign(context, change.campaign_id);
-      const amountMicros = money(change.daily_budget, 'daily budget');
+      const amountMicros = money(change.daily_budget, 'daily budget', minimumUnitMicros(await context.currency()));
       return {
         service: 'campaignBudgets',
         operations: [{ update: { resourceName: found.budgetResourceName, amountMicros: String(amountMicros) }, updateMask: 'amountMicros' }],
@@ -114,7 +122,7 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
       const { group, field } = TARGET_FIELDS[strategy];
       let value: string | number;
       if (change.kind === 'set_target_cpa') {
-        value = String(money(change.target_cpa, 'target CPA'));
+        value = String(money(change.target_cpa, 'target CPA', minimumUnitMicros(await context.currency())));
       } else {
         const pct = change.target_roas_pct;
         if (typeof pct !== 'number' || !Number.isFinite(pct) || pct <= 0 || pct > MAX_ROAS_PCT) {

@@ -212,6 +212,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
         target,
         findCampaign: (id) => this.findCampaign(target, id),
         negatives: async (campaignId) => this.listNegativeKeywords(account, campaignId),
+        currency: async () => text((await this.transport.search(target, 'SELECT customer.currency_code FROM customer'))[0] ?? {}, 'customer.currencyCode'),
       },
       change,
     );

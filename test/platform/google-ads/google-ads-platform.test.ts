@@ -178,6 +178,15 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect((await platform.getCampaign(account, '222'))!.daily_budget).to.equal(80.56);
   });
 
+  it('rounds to whole units in a currency without minor units (JPY)', async () => {
+    const infra = svc.service.infrastructure;
+    fake.seed('5555555555').currencyCode = 'JPY';
+    const { ref: yen } = await connectFakeAccount(infra, fake, 'ws-gads', { customerId: '5555555555', loginCustomerId: MANAGER });
+    fake.requests.length = 0;
+    await platform.applyChange(yen, { kind: 'set_campaign_budget', campaign_id: '111', daily_budget: 5000.4 });
+    expect((fake.mutates('campaignBudgets')[0]!.body as { operations: { update: { amountMicros: string } }[] }).operations[0]!.update.amountMicros).to.equal('5000000000');
+  });
+
   it('validates with validateOnly: a refused change throws Google’s message and code and changes nothing', async () => {
     fake.maxTargetCpaMicros = 100_000_000;
     try {

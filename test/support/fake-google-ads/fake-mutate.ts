@@ -14,8 +14,8 @@ type Checked = { ok: true; apply: () => string } | { ok: false; errorCode: Recor
 export type MutateOutcome = { kind: 'refused'; errors: FailureError[] } | { kind: 'answered'; response: Record<string, unknown> };
 
 const KEYWORD_MATCH_TYPES = ['EXACT', 'PHRASE', 'BROAD'];
-/** EUR and most currencies: amounts must be whole cents. */
-const MINIMUM_UNIT_MICROS = 10_000;
+/** Amounts must be multiples of the currency's minimum unit: a cent, or a whole yen. */
+const minimumUnitMicros = (currency: string) => (currency === 'JPY' ? 1_000_000 : 10_000);
 
 export function applyMutate(fake: FakeGoogleAds, account: FakeAccount, service: MutateService, body: Record<string, unknown>): MutateOutcome {
   const operations = Array.isArray(body.operations) ? (body.operations as Record<string, unknown>[]) : [];
@@ -95,7 +95,7 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
       if (!budget) return notFound('campaign budget');
       if (mask.join(',') !== 'amountMicros' || typeof update!.amountMicros !== 'string' || !/^[0-9]+$/.test(update!.amountMicros)) return maskError();
       const micros = Number(update!.amountMicros);
-      if (micros % MINIMUM_UNIT_MICROS !== 0) {
+      if (micros % minimumUnitMicros(account.currencyCode) !== 0) {
         return { ok: false, errorCode: { campaignBudgetError: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT' }, message: 'The budget amount must be a multiple of the minimum currency unit.' };
       }
       if (micros <= 0) return { ok: false, errorCode: { campaignBudgetError: 'MONEY_AMOUNT_TOO_SMALL' }, message: 'The budget amount is too small.' };
