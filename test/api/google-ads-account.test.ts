@@ -219,6 +219,24 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(fake.tokenExchanges - exchanges).to.equal(1);
   });
 
+  it('a GoogleAdsFailure reaches the tool result and the problem details with Google’s message and error code', async () => {
+    const refusal = { kind: 'refused', errorCode: { queryError: 'PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE' }, message: 'A metric is not allowed here.' } as const;
+    fake.failNext(/googleAds:search$/, refusal, 1, (body) => String(body.query).includes('FROM campaign WHERE'));
+    const read = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(read.status).to.equal(502);
+    expect(read.body).to.deep.include({
+      detail: 'Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)',
+      platform_errors: [{ error_code: 'queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE', message: 'A metric is not allowed here.' }],
+    });
+    expect(read.body.type).to.match(/platform-request-refused$/);
+
+    fake.failNext(/googleAds:search$/, refusal, 1, (body) => String(body.query).includes('FROM search_term_view'));
+    const run = await runToEnd('Show me my search terms');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?run_id=${run.id}&limit=500`, readKey)).body.data as { type: string; data: any }[];
+    const failed = history.filter((e) => e.type === 'ToolCalled' && e.data.ok === false);
+    expect(failed.map((e) => e.data.output.error)).to.include('Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)');
+  });
+
   it('a revoked grant fails the run with account_not_connected, and reads with 409 account-not-connected', async () => {
     fake.revokeRefreshToken(refreshToken);
     fake.expireAccessTokens();

@@ -32,7 +32,9 @@ export interface RecordedRequest {
 export type ScriptedFailure =
   | { readonly kind: 'quota'; readonly retryDelay: string }
   | { readonly kind: 'server'; readonly status: 500 | 502 | 503 }
-  | { readonly kind: 'unauthenticated' };
+  | { readonly kind: 'unauthenticated' }
+  /** A 400 with a GoogleAdsFailure carrying this code (e.g. { queryError: 'PROHIBITED_...' }) and message. */
+  | { readonly kind: 'refused'; readonly errorCode: Record<string, string>; readonly message: string };
 
 export interface FakeGoogleAdsOptions {
   readonly version?: string;
@@ -204,6 +206,9 @@ export class FakeGoogleAds {
             },
           ]),
         ];
+      }
+      if (failure.kind === 'refused') {
+        return [400, rpcError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', v, [{ errorCode: failure.errorCode, message: failure.message }])];
       }
       if (failure.kind === 'server') return [failure.status, rpcError(failure.status, 'UNAVAILABLE', 'The service is currently unavailable.', v)];
       return unauthenticated(v);
