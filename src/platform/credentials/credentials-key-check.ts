@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { ConfigError, type Config } from '../../config/config.ts';
 import type { Database } from '../../db/schema.ts';
+import { CredentialStore } from './credential-store.ts';
 
 /**
  * CREDENTIALS_KEY is optional until a Google Ads account exists; from then on a service
@@ -9,8 +10,7 @@ import type { Database } from '../../db/schema.ts';
  */
 export async function requireCredentialsKeyIfNeeded(config: Config, db: Kysely<Database>): Promise<void> {
   if (config.credentialsKey) return;
-  const row = await db.selectFrom('platform_credentials').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-  const count = Number(row.n);
+  const count = await new CredentialStore(db, undefined).count();
   if (count > 0) {
     throw new ConfigError([`CREDENTIALS_KEY is required: ${count} Google Ads account(s) have stored refresh tokens it must decrypt; set it to the key they were stored with`]);
   }

@@ -1,5 +1,6 @@
 import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics } from '../ads-platform.ts';
 import { cents } from '../sandbox/sandbox-metrics.ts';
+import { sanitizeText } from '../../text/hostile-text.ts';
 import type { GoogleAdsRow } from './google-ads-transport.ts';
 
 /**
@@ -11,9 +12,10 @@ export const MICROS_PER_UNIT = 1_000_000;
 type Obj = Record<string, unknown>;
 const obj = (value: unknown): Obj => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Obj) : {});
 export const at = (row: GoogleAdsRow, path: string): unknown => path.split('.').reduce<unknown>((node, key) => obj(node)[key], row);
+/** A string field; characters no event may carry (NUL, controls, lone surrogates) become U+FFFD, as for the model's text. */
 export const text = (row: GoogleAdsRow, path: string): string => {
   const value = at(row, path);
-  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : '';
+  return typeof value === 'string' ? sanitizeText(value) : typeof value === 'number' ? String(value) : '';
 };
 /** int64 (a string) or double (a number); 0 when absent. */
 export const number = (row: GoogleAdsRow, path: string): number => {

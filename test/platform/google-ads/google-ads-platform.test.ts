@@ -92,6 +92,17 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect(totals.find((t) => t.search_term === 'tent rental')).to.deep.equal({ search_term: 'tent rental', cost: 36, conversions: 0 });
   });
 
+  it('keeps hostile platform text recordable: control characters in a campaign name become U+FFFD', async () => {
+    const campaign = fake.accounts.get('1234567890')!.campaigns.get('444')!;
+    const original = campaign.name;
+    campaign.name = 'Jackets\u0000\u001b[31m';
+    try {
+      expect((await platform.getCampaign(account, '444'))!.name).to.equal('Jackets\ufffd\ufffd[31m');
+    } finally {
+      campaign.name = original;
+    }
+  });
+
   it('refuses a hostile or unknown campaign id before it reaches a query', async () => {
     fake.requests.length = 0;
     for (const id of ["111' OR campaign.id > '0", '999']) {
