@@ -2,7 +2,8 @@ import type { GoogleAdsAccountLink, PlatformChangeObservedData, PlatformKind } f
 
 /**
  * The ads platform port. Two adapters: the sandbox (generated accounts kept in
- * Postgres, the embedded default) and, later, Google Ads. Money is in account currency
+ * Postgres, the embedded default) and Google Ads (src/platform/google-ads/, its REST API);
+ * create-platform.ts routes each call by the account's platform. Money is in account currency
  * units (e.g. 12.5 = 12.50 EUR); rates are fractions (0.034 = 3.4 %).
  */
 /**
