@@ -6,7 +6,7 @@ import type { AccessToken } from './oauth-token-client.ts';
  * a refresh after a 401 happens once however many calls saw the 401 with the same token.
  */
 export class AccessTokenCache {
-  private readonly tokens = new Map<string, AccessToken>();
+  private readonly tokens = new Map<string, AccessToken & { readonly obtainedAt: number }>();
   private readonly pending = new Map<string, Promise<AccessToken>>();
 
   constructor(
@@ -14,12 +14,21 @@ export class AccessTokenCache {
     private readonly options: { readonly now?: () => number; readonly refreshMarginMs?: number } = {},
   ) {}
 
-  /** A token valid for at least the refresh margin (60 s by default). */
+  /**
+   * A token valid for at least the refresh margin (60 s by default, or half the token's
+   * lifetime if that is shorter, so a short-lived token is still reused).
+   */
   async get(accountId: string): Promise<string> {
     const cached = this.tokens.get(accountId);
-    const now = this.options.now?.() ?? Date.now();
-    if (cached && cached.expiresAt - (this.options.refreshMarginMs ?? 60_000) > now) return cached.token;
+    if (cached) {
+      const margin = Math.min(this.options.refreshMarginMs ?? 60_000, (cached.expiresAt - cached.obtainedAt) / 2);
+      if (cached.expiresAt - margin > this.now()) return cached.token;
+    }
     return (await this.fetch(accountId)).token;
+  }
+
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
   }
 
   /**
@@ -45,7 +54,7 @@ export class AccessTokenCache {
     if (inFlight) return inFlight;
     const request = this.exchange(accountId)
       .then((token) => {
-        this.tokens.set(accountId, token);
+        this.tokens.set(accountId, { ...token, obtainedAt: this.now() });
         return token;
       })
       .finally(() => this.pending.delete(accountId));
