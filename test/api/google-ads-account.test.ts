@@ -219,6 +219,18 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(fake.tokenExchanges - exchanges).to.equal(1);
   });
 
+  it('a rate limit longer than the run has left fails the tool call at once with Google’s message, and the run goes on', async () => {
+    // RUN_TIMEOUT_MS is 10 minutes: a 15-minute retryDelay cannot be waited out inside the run.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '900s' }, 1, (body) => String(body.query).includes('FROM search_term_view'));
+    const started = Date.now();
+    const run = await runToEnd('Show me my search terms');
+    expect(Date.now() - started).to.be.below(30_000);
+    expect(run.status).to.equal('succeeded');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?run_id=${run.id}&limit=500`, readKey)).body.data as { type: string; data: any }[];
+    const failed = history.filter((e) => e.type === 'ToolCalled' && e.data.ok === false).map((e) => e.data.output.error);
+    expect(failed).to.include('Google Ads: Too many requests. Retry in 900s. (retry after 900 s)');
+  });
+
   it('a GoogleAdsFailure reaches the tool result and the problem details with Google’s message and error code', async () => {
     const refusal = { kind: 'refused', errorCode: { queryError: 'PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE' }, message: 'A metric is not allowed here.' } as const;
     fake.failNext(/googleAds:search$/, refusal, 1, (body) => String(body.query).includes('FROM campaign WHERE'));
