@@ -22,6 +22,7 @@ export class ServiceMetrics {
   readonly applyResults: Counter<'result'>;
   readonly workerParkedMessages: Counter<'worker' | 'reason'>;
   readonly workerLoopRestarts: Counter<'worker'>;
+  readonly googleAdsRequests: Histogram<'method' | 'status'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -55,6 +56,13 @@ export class ServiceMetrics {
       name: 'worker_loop_restarts_total',
       help: 'Worker pull loops this process restarted after they failed.',
       labelNames: ['worker'],
+      registers,
+    });
+    this.googleAdsRequests = new Histogram({
+      name: 'google_ads_request_duration_seconds',
+      help: 'HTTP requests this process made to the Google Ads API: search or mutate:<service>, by status (or network_error).',
+      labelNames: ['method', 'status'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
     new Gauge({

@@ -60,7 +60,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await infrastructure.close();
     throw error;
   });
-  const platform = createPlatform(database.db, config);
+  // `metrics` exists by the time the platform makes its first request.
+  const platform = createPlatform(database.db, config, {
+    googleAds: { onRequest: (method, status, seconds) => metrics.googleAdsRequests.observe({ method, status }, seconds) },
+  });
   const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db, { platform });
 
   const projectors: Projector[] = [];

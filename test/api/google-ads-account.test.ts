@@ -217,6 +217,12 @@ describe('a Google Ads account through the HTTP API (service process against the
     const exchanges = fake.tokenExchanges;
     expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
     expect(fake.tokenExchanges - exchanges).to.equal(1);
+
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    for (const status of ['200', '401', '429']) {
+      expect(metrics).to.match(new RegExp(`google_ads_request_duration_seconds_count\\{method="search",status="${status}"\\} [1-9]`));
+    }
+    expect(metrics).to.match(/google_ads_request_duration_seconds_count\{method="mutate:campaigns",status="200"\} [1-9]/);
   });
 
   it('a rate limit longer than the run has left fails the tool call at once with Google’s message, and the run goes on', async () => {

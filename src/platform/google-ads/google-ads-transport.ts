@@ -28,6 +28,8 @@ export interface TransportOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Per-request timeout. Default 60 s. */
   readonly requestTimeoutMs?: number;
+  /** Told of every HTTP request to Google Ads (metrics): `search` or `mutate:<service>`, the status (or `network_error`), seconds. */
+  readonly onRequest?: (method: string, status: string, seconds: number) => void;
 }
 
 const MAX_SERVER_RETRIES = 4;
@@ -77,8 +79,10 @@ export class GoogleAdsTransport {
     let token = await this.tokens.get(target.accountId);
     let refreshed = false;
     let serverFailures = 0;
+    const label = method === 'googleAds:search' ? 'search' : `mutate:${method.slice(0, -':mutate'.length)}`;
     for (;;) {
       let response: Response;
+      const started = performance.now();
       try {
         response = await fetch(url, {
           method: 'POST',
@@ -87,9 +91,11 @@ export class GoogleAdsTransport {
           signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 60_000),
         });
       } catch (error) {
+        this.options.onRequest?.(label, 'network_error', (performance.now() - started) / 1000);
         await this.backoff(++serverFailures, deadline, `Google Ads cannot be reached (${(error as Error).name})`);
         continue;
       }
+      this.options.onRequest?.(label, String(response.status), (performance.now() - started) / 1000);
       if (response.ok) return response.json();
       const failure = parseErrorBody(await response.json().catch(() => null));
       const firstCode = failure.errors[0]?.errorCode ?? '';
