@@ -4,6 +4,7 @@ import { run as runEventStore } from './event-store.bench.ts';
 import { run as runHttpApi } from './http-api.bench.ts';
 import { run as runSigning } from './signing.bench.ts';
 import { run as runRateLimit } from './rate-limit.bench.ts';
+import { run as runGoogleAds } from './google-ads.bench.ts';
 import { releaseAll } from './support/isolation.ts';
 import { header, note } from './support/report.ts';
 
@@ -20,6 +21,7 @@ const ALL_BENCHMARKS: readonly { readonly name: string; readonly file: string; r
   { name: 'agent', file: 'bench/agent.bench.ts', run: runAgent },
   { name: 'audit', file: 'bench/audit.bench.ts', run: runAudit },
   { name: 'signing', file: 'bench/signing.bench.ts', run: runSigning },
+  { name: 'google ads adapter', file: 'bench/google-ads.bench.ts', run: runGoogleAds },
 ];
 const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
 const BENCHMARKS = ALL_BENCHMARKS.filter((b) => only.length === 0 || only.some((word) => b.name.includes(word) || b.file.includes(word)));

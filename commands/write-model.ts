@@ -5,6 +5,7 @@ import type { SnapshotStore } from '../src/event-store/snapshot-store.ts';
 import type { Subjects } from '../src/event-store/subjects.ts';
 import { accountFolder, type AccountState } from './account/account-state.ts';
 import { decideCreateAccount, type CreateAccount } from './account/create-account.ts';
+import { decideRecordPlatformChanges, type RecordPlatformChanges } from './account/record-platform-changes.ts';
 import {
   decideCancelRun,
   decideClaimRun,
@@ -130,6 +131,10 @@ export class WriteModel {
 
   finishRun(command: FinishRun): Promise<CommandResult<AccountState>> {
     return this.onAccount(command, decideFinishRun);
+  }
+
+  recordPlatformChanges(command: RecordPlatformChanges): Promise<CommandResult<AccountState>> {
+    return this.onAccount(command, decideRecordPlatformChanges);
   }
 
   recordToolCall(command: RecordToolCall): Promise<CommandResult<TranscriptState>> {

@@ -1,4 +1,4 @@
-import type { DomainEvent, KeyScope, PlatformKind } from '../../src/events/catalogue/index.ts';
+import type { DomainEvent, GoogleAdsAccountLink, KeyScope, PlatformKind } from '../../src/events/catalogue/index.ts';
 
 /** The one run an account may have queued or running. */
 export interface ActiveRun {
@@ -23,20 +23,26 @@ export interface AccountState {
   readonly workspaceId: string | null;
   readonly platform: PlatformKind | null;
   readonly sandboxSeed: number | null;
+  /** The Google Ads customer of a google-ads account. */
+  readonly googleAds: GoogleAdsAccountLink | null;
   readonly activeRun: ActiveRun | null;
   readonly runsQueued: number;
+  /** Newest platform change recorded (PlatformChangeObserved), and the ids recorded at exactly that time: what the next import skips. */
+  readonly platformChanges: { readonly lastTime: string; readonly idsAtLastTime: readonly string[] };
 }
 
 export const accountFolder = {
-  stateVersion: 2,
+  stateVersion: 4,
   initialState: (): AccountState => ({
     exists: false,
     name: '',
     workspaceId: null,
     platform: null,
     sandboxSeed: null,
+    googleAds: null,
     activeRun: null,
     runsQueued: 0,
+    platformChanges: { lastTime: '', idsAtLastTime: [] },
   }),
   evolve(state: AccountState, event: DomainEvent): AccountState {
     switch (event.type) {
@@ -48,6 +54,7 @@ export const accountFolder = {
           workspaceId: event.workspace_id,
           platform: event.data.platform,
           sandboxSeed: event.data.sandbox_seed,
+          googleAds: event.data.google_ads ?? null,
         };
       case 'RunQueued':
         return {
@@ -69,6 +76,13 @@ export const accountFolder = {
         return state.activeRun?.runId === event.data.run_id
           ? { ...state, activeRun: { ...state.activeRun, status: 'running', startedAt: event.time, workerId: event.data.worker_id } }
           : state;
+      case 'PlatformChangeObserved': {
+        const time = event.data.change_date_time;
+        const seen = state.platformChanges;
+        if (time < seen.lastTime) return state;
+        const ids = time === seen.lastTime ? [...seen.idsAtLastTime, event.data.change_id] : [event.data.change_id];
+        return { ...state, platformChanges: { lastTime: time, idsAtLastTime: ids } };
+      }
       case 'RunCanceled':
       case 'RunSucceeded':
       case 'RunFailed':

@@ -1,4 +1,4 @@
-import type { PlatformKind } from '../../src/events/catalogue/index.ts';
+import type { GoogleAdsAccountLink, PlatformKind } from '../../src/events/catalogue/index.ts';
 import { AlreadyExistsError } from '../errors.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 import type { AccountState } from './account-state.ts';
@@ -9,6 +9,7 @@ export interface CreateAccount {
   readonly name: string;
   readonly platform: PlatformKind;
   readonly sandboxSeed: number | null;
+  readonly googleAds?: GoogleAdsAccountLink;
   readonly meta: CommandMeta;
 }
 
@@ -17,7 +18,12 @@ export function decideCreateAccount(command: CreateAccount, state: AccountState)
   return [
     newEvent(
       'AccountCreated',
-      { name: command.name, platform: command.platform, sandbox_seed: command.sandboxSeed },
+      {
+        name: command.name,
+        platform: command.platform,
+        sandbox_seed: command.sandboxSeed,
+        ...(command.googleAds ? { google_ads: command.googleAds } : {}),
+      },
       { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'account', id: command.accountId } },
       command.meta,
     ),

@@ -1,4 +1,5 @@
 import { ProblemError } from '../../src/errors/problem-error.ts';
+import type { PartialFailure } from '../../src/events/catalogue/index.ts';
 import { newEvent, type CommandMeta, type EventAddress } from '../shared/new-event.ts';
 import { AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
 
@@ -153,7 +154,7 @@ export function decideHeartbeatApply(command: HeartbeatApply, state: ActionState
 }
 
 export type ApplyResult =
-  | { readonly kind: 'applied' }
+  | { readonly kind: 'applied'; readonly partialFailures?: readonly PartialFailure[] }
   | { readonly kind: 'failed'; readonly error: string; readonly willRetry: boolean }
   | { readonly kind: 'returned'; readonly reason: string };
 
@@ -184,7 +185,14 @@ export function decideFinishApply(command: FinishApply, state: ActionState) {
   if (result.kind === 'returned') return [newEvent('ActionReturnedToQueue', { reason: result.reason }, address(command), command.meta)];
   const attempt = state.attempts;
   if (result.kind === 'applied') {
-    return [newEvent('ActionApplied', { worker_id: command.workerId, attempt }, address(command), command.meta)];
+    return [
+      newEvent(
+        'ActionApplied',
+        { worker_id: command.workerId, attempt, ...(result.partialFailures?.length ? { partial_failures: result.partialFailures.slice(0, 100) } : {}) },
+        address(command),
+        command.meta,
+      ),
+    ];
   }
   const failed = newEvent(
     'ActionApplyFailed',

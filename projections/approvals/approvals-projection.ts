@@ -81,8 +81,11 @@ export const approvalsProjection: Projection = {
         case 'ActionApplyStarted':
           await update('applying', null, { apply_attempts: event.data.attempt });
           break;
-        case 'ActionApplied':
-          await update('applied', null);
+        case 'ActionApplied': {
+          const failures = event.data.partial_failures ?? [];
+          await update('applied', failures.length > 0 ? `applied except ${failures.map((f) => `${f.subject}: ${f.message} (${f.error_code})`).join('; ')}`.slice(0, 4000) : null);
+          break;
+        }
           break;
         case 'ActionApplyFailed':
           await update('applying', `attempt ${event.data.attempt} failed: ${event.data.error}`);

@@ -1,11 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
+import type { PlatformKind } from '../../src/events/catalogue/index.ts';
 
 export interface AccountRepresentation {
   readonly id: string;
   readonly object: 'account';
   readonly name: string;
-  readonly platform: 'sandbox' | 'none';
+  readonly platform: PlatformKind;
   readonly connected: boolean;
   readonly created_at: string;
 }

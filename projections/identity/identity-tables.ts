@@ -1,4 +1,5 @@
 import type { ColumnType } from 'kysely';
+import type { PlatformKind } from '../../src/events/catalogue/index.ts';
 
 export interface WorkspacesTable {
   id: string;
@@ -11,7 +12,7 @@ export interface AccountsTable {
   id: string;
   workspace_id: string;
   name: string;
-  platform: 'sandbox' | 'none';
+  platform: PlatformKind;
   sandbox_seed: number | null;
   created_at: ColumnType<Date, string, string>;
   last_seq: number;

@@ -36,7 +36,7 @@ export interface AgentRunDependencies {
 
 /** Why a run stops before its next tool call. */
 export interface RunStop {
-  readonly code: 'key_revoked' | 'internal';
+  readonly code: 'key_revoked' | 'internal' | 'account_not_connected';
   readonly message: string;
 }
 
@@ -159,6 +159,8 @@ async function executeTool(
     });
     return { ok: true, output };
   } catch (error) {
+    // A platform that refuses the account's authorisation ends the run: no later tool call can succeed.
+    if (isProblemError(error) && error.problem.type === 'account-not-connected') throw new RunStopped({ code: 'account_not_connected', message: error.message });
     if (error instanceof ToolInputError || isProblemError(error)) return { ok: false, output: { error: error.message } };
     return { ok: false, output: { error: `the tool failed: ${error instanceof Error ? error.message : String(error)}` } };
   }

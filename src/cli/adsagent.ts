@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
@@ -9,6 +10,9 @@ import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '..
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
 import { SigningKeyError } from '../events/signing/signing-keys.ts';
 import { createAccount, createWorkspace, issueKey, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
+import { connectGoogleAdsAccount, reconnectGoogleAdsAccount } from '../operator/connect-google-ads.ts';
+import { CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
+import { PlatformUnavailableError } from '../platform/platform-errors.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
@@ -22,6 +26,9 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   workspace create --name NAME
   workspace set WS --require-distinct-approver on|off
   account create --workspace WS --name NAME [--platform sandbox|none]
+  account create --workspace WS --name NAME --platform google-ads --customer-id 123-456-7890
+                 [--login-customer-id 111-222-3333] --refresh-token-file PATH
+  account reconnect ACCOUNT_ID --refresh-token-file PATH   (a Google Ads account's new grant)
   key create --workspace WS --scope read|write|admin [--name NAME]
   key revoke KEY_ID
   killswitch on|off --workspace WS [--reason TEXT]
@@ -48,6 +55,20 @@ function oneOf<T extends string>(value: string, allowed: readonly T[], name: str
   return value as T;
 }
 
+/** The refresh token comes from a file, never the command line, where `ps` and shell history would keep it. */
+async function readRefreshToken(options: Options): Promise<string> {
+  const path = required(options, 'refresh-token-file');
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--refresh-token-file ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const token = text.trim();
+  if (token === '' || /\s/.test(token)) throw new UsageError(`--refresh-token-file ${path} must hold one refresh token and nothing else`);
+  return token;
+}
+
 function notVisibleWarning(visible: boolean): void {
   if (!visible) warn('recorded, but no projector has shown it yet: is the service running? It takes effect once projectors run.');
 }
@@ -71,9 +92,24 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     }
     case 'account create': {
       const platform = oneOf<PlatformKind>(String(options.platform ?? 'sandbox'), PLATFORM_KINDS, 'platform');
-      const result = await createAccount(infra, required(options, 'workspace'), required(options, 'name'), platform);
+      const result =
+        platform === 'google-ads'
+          ? await connectGoogleAdsAccount(infra, {
+              workspaceId: required(options, 'workspace'),
+              name: required(options, 'name'),
+              customerId: required(options, 'customer-id'),
+              loginCustomerId: typeof options['login-customer-id'] === 'string' ? options['login-customer-id'] : undefined,
+              refreshToken: await readRefreshToken(options),
+            })
+          : await createAccount(infra, required(options, 'workspace'), required(options, 'name'), platform);
       notVisibleWarning(result.visible);
       return printResult(json, result.value, result.value.id);
+    }
+    case 'account reconnect': {
+      const accountId = rest[0];
+      if (!accountId) throw new UsageError('account reconnect needs ACCOUNT_ID');
+      const result = await reconnectGoogleAdsAccount(infra, accountId, await readRefreshToken(options));
+      return printResult(json, { ...result.value, reconnected: true }, `reconnected ${accountId}`);
     }
     case 'key create': {
       const scope = oneOf<KeyScope>(required(options, 'scope'), KEY_SCOPES, 'scope');
@@ -159,6 +195,9 @@ async function main(): Promise<number> {
         force: { type: 'boolean', default: false },
         'public-key': { type: 'string', multiple: true },
         'require-distinct-approver': { type: 'string' },
+        'customer-id': { type: 'string' },
+        'login-customer-id': { type: 'string' },
+        'refresh-token-file': { type: 'string' },
       },
     });
   } catch (error) {
@@ -192,7 +231,13 @@ async function main(): Promise<number> {
       process.stderr.write(`${USAGE}\n`);
       return 2;
     }
-    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof SigningKeyError) {
+    if (
+      error instanceof NatsUnreachableError ||
+      error instanceof PostgresUnreachableError ||
+      error instanceof SigningKeyError ||
+      error instanceof CredentialsKeyMissingError ||
+      error instanceof PlatformUnavailableError
+    ) {
       warn(error.message);
       return 1;
     }

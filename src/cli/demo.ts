@@ -1,10 +1,11 @@
 import type { Config } from '../config/config.ts';
+import type { PlatformKind } from '../events/catalogue/index.ts';
 import { createAccount, createWorkspace, issueKey } from '../operator/operator-commands.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 
 export interface DemoWorkspace {
   readonly workspace_id: string;
-  readonly accounts: { readonly id: string; readonly name: string; readonly platform: 'sandbox' | 'none' }[];
+  readonly accounts: { readonly id: string; readonly name: string; readonly platform: PlatformKind }[];
   readonly write_key: string;
   readonly read_key: string;
   readonly admin_key: string;

@@ -68,6 +68,21 @@ export interface Config {
   readonly workspaceRunsPerHour: number;
   /** 0 means unlimited. */
   readonly workspaceModelTokensPerDay: number;
+  /** Where and how the Google Ads adapter reaches Google (issue #11). */
+  readonly googleAds: GoogleAdsConfig;
+  /** 32-byte AES-256-GCM key that encrypts stored platform credentials; required once a Google Ads account exists. */
+  readonly credentialsKey: Buffer | undefined;
+  readonly googleAdsChangeImportIntervalMs: number;
+}
+
+export interface GoogleAdsConfig {
+  /** No trailing slash. */
+  readonly apiBaseUrl: string;
+  readonly apiVersion: string;
+  readonly oauthTokenUrl: string;
+  readonly clientId: string | undefined;
+  readonly clientSecret: string | undefined;
+  readonly developerToken: string | undefined;
 }
 
 export interface ConfigVariable {
@@ -126,6 +141,22 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RATE_LIMIT_ANONYMOUS_BURST', default: '10', description: 'Requests without a valid key an idle client address may send at once.' },
   { name: 'WORKSPACE_RUNS_PER_HOUR', default: '120', description: 'Runs a workspace may start in any rolling hour (POST /api/v1/runs answers 429 beyond); 0 means unlimited.' },
   { name: 'WORKSPACE_MODEL_TOKENS_PER_DAY', default: '5000000', description: 'Model tokens (input + output) a workspace may use per UTC day before POST /api/v1/runs answers 429; 0 means unlimited.' },
+  { name: 'GOOGLE_ADS_API_BASE_URL', default: 'https://googleads.googleapis.com', description: 'Google Ads REST API origin (tests point it at a local fake).' },
+  { name: 'GOOGLE_ADS_API_VERSION', default: 'v26', description: 'Google Ads API version in request paths (vNN).' },
+  { name: 'GOOGLE_OAUTH_TOKEN_URL', default: 'https://oauth2.googleapis.com/token', description: 'OAuth 2.0 token endpoint that turns refresh tokens into access tokens.' },
+  { name: 'GOOGLE_ADS_CLIENT_ID', default: '', description: 'OAuth client id of the Google Cloud project the refresh tokens were issued to; needed for Google Ads accounts.' },
+  { name: 'GOOGLE_ADS_CLIENT_SECRET', default: '', description: 'OAuth client secret of that client. Never logged.' },
+  { name: 'GOOGLE_ADS_DEVELOPER_TOKEN', default: '', description: 'Google Ads developer token, sent as the developer-token header when set. Never logged.' },
+  {
+    name: 'GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS',
+    default: '300000',
+    description: 'How often the apply-worker role imports Google Ads change_event rows into each Google Ads account\'s history (5 minutes); 0 turns the import off.',
+  },
+  {
+    name: 'CREDENTIALS_KEY',
+    default: '',
+    description: 'Base64 of 32 random bytes: the AES-256-GCM key that encrypts stored refresh tokens (outside the event log). Required once a Google Ads account exists. Never logged.',
+  },
 ];
 
 export class ConfigError extends Error {
@@ -191,6 +222,11 @@ export function loadConfig(env: Env = process.env): Config {
   const geminiBaseUrl = raw('GEMINI_BASE_URL');
   if (geminiBaseUrl) url('GEMINI_BASE_URL', ['http:', 'https:']);
 
+  const googleAdsBaseUrl = url('GOOGLE_ADS_API_BASE_URL', ['http:', 'https:']).replace(/\/+$/, '');
+  const oauthTokenUrl = url('GOOGLE_OAUTH_TOKEN_URL', ['http:', 'https:']);
+  const googleAdsVersion = token('GOOGLE_ADS_API_VERSION', /^v[1-9][0-9]{0,2}$/, "must look like 'v26'");
+  const credentialsKey = parseCredentialsKey(raw('CREDENTIALS_KEY'), problems);
+
   const config: Config = {
     port: integer('PORT', 0, 65535),
     host: raw('HOST'),
@@ -229,7 +265,28 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitAnonymousBurst: integer('RATE_LIMIT_ANONYMOUS_BURST', 1, 1_000_000),
     workspaceRunsPerHour: integer('WORKSPACE_RUNS_PER_HOUR', 0, 1_000_000),
     workspaceModelTokensPerDay: integer('WORKSPACE_MODEL_TOKENS_PER_DAY', 0, 1_000_000_000_000),
+    googleAds: {
+      apiBaseUrl: googleAdsBaseUrl,
+      apiVersion: googleAdsVersion,
+      oauthTokenUrl,
+      clientId: raw('GOOGLE_ADS_CLIENT_ID') || undefined,
+      clientSecret: raw('GOOGLE_ADS_CLIENT_SECRET') || undefined,
+      developerToken: raw('GOOGLE_ADS_DEVELOPER_TOKEN') || undefined,
+    },
+    credentialsKey,
+    googleAdsChangeImportIntervalMs: integer('GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS', 0, 86_400_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Base64 (standard or url-safe) of exactly 32 bytes; the problem never quotes the value. */
+function parseCredentialsKey(text: string, problems: string[]): Buffer | undefined {
+  if (text === '') return undefined;
+  const bytes = /^[A-Za-z0-9+/_-]+={0,2}$/.test(text) ? Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64') : Buffer.alloc(0);
+  if (bytes.length !== 32) {
+    problems.push(`CREDENTIALS_KEY must be base64 of exactly 32 bytes (e.g. \`openssl rand -base64 32\`), got ${bytes.length} bytes`);
+    return undefined;
+  }
+  return bytes;
 }

@@ -2,6 +2,7 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import * as m001 from './migrations/001-infrastructure.ts';
 import * as m002 from './migrations/002-sandbox-platform.ts';
 import * as m003 from './migrations/003-event-quarantine.ts';
+import * as m004 from './migrations/004-platform-credentials.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '001-infrastructure': m001,
   '002-sandbox-platform': m002,
   '003-event-quarantine': m003,
+  '004-platform-credentials': m004,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

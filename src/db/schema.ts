@@ -31,6 +31,16 @@ export interface EventQuarantineTable {
   last_seen_at: ColumnType<Date, string | undefined, string | undefined>;
 }
 
+/** Encrypted platform secrets (src/platform/credentials/credential-store.ts). */
+export interface PlatformCredentialsTable {
+  account_id: string;
+  platform: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+  auth_tag: Buffer;
+  created_at: ColumnType<Date, string | undefined, never>;
+}
+
 export interface IdempotencyRecordsTable {
   key_id: string;
   idempotency_key: string;
@@ -48,6 +58,7 @@ export interface Database {
   projection_checkpoints: ProjectionCheckpointsTable;
   idempotency_records: IdempotencyRecordsTable;
   event_quarantine: EventQuarantineTable;
+  platform_credentials: PlatformCredentialsTable;
   workspaces: WorkspacesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

@@ -24,6 +24,7 @@ export class ServiceMetrics {
   readonly workerLoopRestarts: Counter<'worker'>;
   readonly apiKeyLookups: Counter<'source'>;
   readonly rateLimited: Counter<'policy'>;
+  readonly googleAdsRequests: Histogram<'method' | 'status'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -69,6 +70,13 @@ export class ServiceMetrics {
       name: 'http_rate_limited_total',
       help: 'Requests refused with 429 rate-limited, by policy: api-key or client-address.',
       labelNames: ['policy'],
+      registers,
+    });
+    this.googleAdsRequests = new Histogram({
+      name: 'google_ads_request_duration_seconds',
+      help: 'HTTP requests this process made to the Google Ads API: search or mutate:<service>, by status (or network_error).',
+      labelNames: ['method', 'status'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
     new Gauge({

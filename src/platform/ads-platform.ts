@@ -1,11 +1,16 @@
-import type { PlatformKind } from '../events/catalogue/index.ts';
+import type { GoogleAdsAccountLink, PlatformChangeObservedData, PlatformKind } from '../events/catalogue/index.ts';
 
 /**
  * The ads platform port. Two adapters: the sandbox (generated accounts kept in
- * Postgres, the embedded default) and, later, Google Ads. Money is in account currency
+ * Postgres, the embedded default) and Google Ads (src/platform/google-ads/, its REST API);
+ * create-platform.ts routes each call by the account's platform. Money is in account currency
  * units (e.g. 12.5 = 12.50 EUR); rates are fractions (0.034 = 3.4 %).
  */
-export const BIDDING_STRATEGY_TYPES = ['maximize_conversions', 'maximize_conversion_value', 'manual_cpc'] as const;
+/**
+ * `other`: a strategy the service does not steer (Google Ads' Maximize clicks, Target
+ * impression share, ...); it takes no target and is shown as it is rather than misnamed.
+ */
+export const BIDDING_STRATEGY_TYPES = ['maximize_conversions', 'maximize_conversion_value', 'manual_cpc', 'other'] as const;
 export type BiddingStrategyType = (typeof BIDDING_STRATEGY_TYPES)[number];
 
 export const MATCH_TYPES = ['exact', 'phrase', 'broad'] as const;
@@ -100,6 +105,8 @@ export interface PlatformAccountRef {
   readonly name: string;
   readonly platform: PlatformKind;
   readonly sandboxSeed: number | null;
+  /** The Google Ads customer of a google-ads account (from its AccountCreated event). */
+  readonly googleAds?: GoogleAdsAccountLink | null;
 }
 
 /** Changes the apply worker makes. Each is idempotent: applying it twice leaves the same state. */
@@ -125,5 +132,26 @@ export interface AdsPlatform {
    */
   searchTermTotals(account: PlatformAccountRef, range: DateRange, campaignId: string): Promise<SearchTermTotal[]>;
   listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]>;
-  applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
+  /**
+   * Applies a change. An adapter whose platform applies parts of a change on their own
+   * (Google Ads' partialFailure) returns which parts went through and which were refused;
+   * a change refused as a whole throws.
+   */
+  applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<ChangeOutcome | void>;
+  /**
+   * The platform's dry run (Google Ads' validateOnly), made when a change is proposed; throws
+   * the platform's refusal. Adapters without one (the sandbox) leave it out.
+   */
+  validateChange?(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
+  /**
+   * Changes the platform reports for the account at or after `since` (the platform's own
+   * time format), oldest first, made by anyone. Adapters without a change log leave it out.
+   */
+  platformChanges?(account: PlatformAccountRef, since: string): Promise<PlatformChangeObservedData[]>;
+}
+
+/** What an applied change did, part by part: refused operations are listed per keyword (or field). */
+export interface ChangeOutcome {
+  readonly applied: readonly string[];
+  readonly failures: readonly { readonly subject: string; readonly error_code: string; readonly message: string }[];
 }

@@ -1,12 +1,69 @@
 import type { Kysely } from 'kysely';
+import { loadConfig, type Config } from '../config/config.ts';
 import type { Database } from '../db/schema.ts';
-import type { AdsPlatform } from './ads-platform.ts';
+import type { AdsPlatform, PlatformAccountRef, PlatformChange } from './ads-platform.ts';
+import { CredentialStore } from './credentials/credential-store.ts';
+import { AccessTokenCache } from './google-ads/access-token-cache.ts';
+import { GoogleAdsNotConnectedError } from './google-ads/google-ads-errors.ts';
+import { GoogleAdsPlatform } from './google-ads/google-ads-platform.ts';
+import { GoogleAdsTransport, type TransportOptions } from './google-ads/google-ads-transport.ts';
+import { exchangeRefreshToken, OAuthGrantRefusedError } from './google-ads/oauth-token-client.ts';
+import { AccountNotConnectedError } from './platform-errors.ts';
 import { SandboxPlatform } from './sandbox/sandbox-platform.ts';
 
 /**
- * The ads platform the service talks to. Accounts connected to `sandbox` (the embedded
- * default) are served by generated data in Postgres; a Google Ads adapter plugs in here.
+ * The ads platform the service talks to: each call goes to the adapter of the account's
+ * platform, the sandbox (generated data in Postgres) or Google Ads (its REST API).
  */
-export function createPlatform(db: Kysely<Database>): AdsPlatform {
-  return new SandboxPlatform(db);
+export function createPlatform(
+  db: Kysely<Database>,
+  // Without a config (sandbox-only tests and benchmarks), Google Ads accounts have no key and no client: they fail as not connected.
+  config: Pick<Config, 'googleAds' | 'credentialsKey'> = loadConfig({}),
+  options: { googleAds?: TransportOptions } = {},
+): AdsPlatform {
+  const sandbox = new SandboxPlatform(db);
+  const credentials = new CredentialStore(db, config.credentialsKey);
+  const tokens = new AccessTokenCache(async (accountId) => {
+    const refreshToken = await credentials.get(accountId);
+    if (refreshToken === null) throw new GoogleAdsNotConnectedError(accountId, 'no refresh token is stored for it');
+    try {
+      return await exchangeRefreshToken(config.googleAds, refreshToken);
+    } catch (error) {
+      if (error instanceof OAuthGrantRefusedError) throw new GoogleAdsNotConnectedError(accountId, `${error.problem.detail ?? error.oauthError}`);
+      throw error;
+    }
+  });
+  const googleAds = new GoogleAdsPlatform(new GoogleAdsTransport(config.googleAds, tokens, options.googleAds));
+  return new PlatformRouter(sandbox, googleAds);
+}
+
+class PlatformRouter implements AdsPlatform {
+  constructor(
+    private readonly sandbox: AdsPlatform,
+    private readonly googleAds: GoogleAdsPlatform,
+  ) {}
+
+  private of(account: PlatformAccountRef): AdsPlatform {
+    if (account.platform === 'google-ads') return this.googleAds;
+    if (account.platform === 'sandbox') return this.sandbox;
+    throw new AccountNotConnectedError(account.accountId);
+  }
+
+  accountSummary: AdsPlatform['accountSummary'] = (account) => this.of(account).accountSummary(account);
+  listCampaigns: AdsPlatform['listCampaigns'] = (account) => this.of(account).listCampaigns(account);
+  getCampaign: AdsPlatform['getCampaign'] = (account, id) => this.of(account).getCampaign(account, id);
+  campaignPerformance: AdsPlatform['campaignPerformance'] = (account, range, id) => this.of(account).campaignPerformance(account, range, id);
+  listKeywords: AdsPlatform['listKeywords'] = (account, range, id) => this.of(account).listKeywords(account, range, id);
+  searchTerms: AdsPlatform['searchTerms'] = (account, range, options) => this.of(account).searchTerms(account, range, options);
+  searchTermTotals: AdsPlatform['searchTermTotals'] = (account, range, id) => this.of(account).searchTermTotals(account, range, id);
+  listNegativeKeywords: AdsPlatform['listNegativeKeywords'] = (account, id) => this.of(account).listNegativeKeywords(account, id);
+  applyChange: AdsPlatform['applyChange'] = (account, change) => this.of(account).applyChange(account, change);
+
+  async platformChanges(account: PlatformAccountRef, since: string) {
+    return (await this.of(account).platformChanges?.(account, since)) ?? [];
+  }
+
+  async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
+    await this.of(account).validateChange?.(account, change);
+  }
 }

@@ -17,10 +17,12 @@ export class CampaignNotFoundError extends ProblemError {
   }
 }
 
-/** A platform call failed for a reason on the platform's side (retryable). */
-export class PlatformUnavailableError extends Error {
+/** A platform call failed for a reason on the platform's side (retryable): 503 with Retry-After over HTTP. */
+export class PlatformUnavailableError extends ProblemError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'PlatformUnavailableError';
+    super(
+      { type: 'platform-unavailable', status: 503, title: 'The advertising platform is unavailable', detail: message, headers: { 'retry-after': '5' } },
+      options,
+    );
   }
 }

@@ -10,12 +10,17 @@ import {
 } from '../../commands/quota/auto-apply-quota.ts';
 import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
 import { ValidationError } from '../errors/common-errors.ts';
+import { isProblemError } from '../errors/problem-error.ts';
+import type { AdsPlatform, PlatformChange } from '../platform/ads-platform.ts';
 import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { Database } from '../db/schema.ts';
 import type { ActionDraft } from './action-draft.ts';
 import { classifyAction, type Classification } from './classify-action.ts';
 import { autoApplyTouch, PolicyContextReader, utcDay } from './policy-context.ts';
+
+/** Refusals of a dry run that make a proposal blocked; anything else (not connected, unavailable) fails the proposal. */
+const DRY_RUN_REFUSALS = new Set(['platform-request-refused', 'change-not-applicable', 'campaign-not-found', 'keyword-not-found']);
 
 /** The Action resource of the specification. */
 export interface ActionRepresentation {
@@ -64,10 +69,32 @@ export class ProposalService {
     private readonly writeModel: WriteModel,
     private readonly publicBaseUrl: string,
     db: Kysely<Database>,
-    options: { readonly clock?: () => Date } = {},
+    options: { readonly clock?: () => Date; readonly platform?: AdsPlatform } = {},
   ) {
     this.context = new PolicyContextReader(writeModel, db);
     this.clock = options.clock ?? (() => new Date());
+    this.platform = options.platform;
+  }
+
+  private readonly platform: AdsPlatform | undefined;
+
+  /**
+   * The platform's dry run (Google Ads' validateOnly): the refusal's message when the
+   * platform would refuse the change, null when it would take it or has no dry run.
+   */
+  private async dryRun(request: ProposalRequest): Promise<string | null> {
+    if (!this.platform?.validateChange) return null;
+    const account = await this.writeModel.accounts.load(this.writeModel.accountSubject(request.workspaceId, request.accountId));
+    const state = account.state;
+    if (state.platform !== 'google-ads') return null;
+    const ref = { accountId: request.accountId, name: state.name, platform: state.platform, sandboxSeed: state.sandboxSeed, googleAds: state.googleAds };
+    try {
+      await this.platform.validateChange(ref, { kind: request.draft.kind, ...request.draft.params } as PlatformChange);
+      return null;
+    } catch (error) {
+      if (isProblemError(error) && DRY_RUN_REFUSALS.has(error.problem.type)) return error.message;
+      throw error;
+    }
   }
 
   async propose(request: ProposalRequest): Promise<ActionRepresentation> {
@@ -94,7 +121,10 @@ export class ProposalService {
     // Validated before any slot is reserved: a proposal that could never be recorded must
     // not use up one of the account's auto-apply slots of the day.
     assertRecordable(request, proposal(classified.risk_tier, 'queued', classified.policy_reasons));
-    const { riskTier, disposition, reasons } = await this.decideDisposition({ ...request, meta }, classified, actionId, now);
+    const refused = classified.risk_tier === 'blocked' ? null : await this.dryRun(request);
+    const { riskTier, disposition, reasons } = refused
+      ? { riskTier: 'blocked' as const, disposition: 'blocked' as const, reasons: [...classified.policy_reasons, `the platform refused the change in a dry run (validateOnly): ${refused}`, 'blocked: never queued or applied'] }
+      : await this.decideDisposition({ ...request, meta }, classified, actionId, now);
     await this.writeModel.proposeAction({
       workspaceId: request.workspaceId,
       accountId: request.accountId,

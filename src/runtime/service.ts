@@ -22,9 +22,11 @@ import { runEventsRouter } from '../http/routes/run-events-routes.ts';
 import type { ApiContext } from '../http/routes/api-context.ts';
 import { createModel } from '../agent/model/create-model.ts';
 import { createPlatform } from '../platform/create-platform.ts';
+import { requireCredentialsKeyIfNeeded } from '../platform/credentials/credentials-key-check.ts';
 import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
+import { PlatformChangeImporter } from '../workers/platform-change-importer.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
@@ -57,8 +59,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const stopHttp: (() => Promise<void>)[] = [];
   const stopWorkers: (() => Promise<void>)[] = [];
   const stopProjectors: (() => Promise<void>)[] = [];
-  const platform = createPlatform(database.db);
-  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db);
+  await requireCredentialsKeyIfNeeded(config, database.db).catch(async (error: unknown) => {
+    await infrastructure.close();
+    throw error;
+  });
+  // `metrics` exists by the time the platform makes its first request.
+  const platform = createPlatform(database.db, config, {
+    googleAds: { onRequest: (method, status, seconds) => metrics.googleAdsRequests.observe({ method, status }, seconds) },
+  });
+  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db, { platform });
 
   const projectors: Projector[] = [];
   const metrics = new ServiceMetrics({
@@ -185,6 +194,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await applyWorker.start();
     const worker = applyWorker;
     stopWorkers.push(() => worker.stop());
+    const changeImporter = new PlatformChangeImporter({ infrastructure, platform, logger, intervalMs: config.googleAdsChangeImportIntervalMs });
+    changeImporter.start();
+    stopWorkers.push(() => changeImporter.stop());
   }
 
   logger.info({ roles: config.roles, port: http?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');

@@ -9,7 +9,7 @@ import {
   type HeartbeatApply,
 } from '../../commands/action/action-lifecycle.ts';
 import { READY_TO_APPLY, type ActionState } from '../../commands/action/action-state.ts';
-import type { DomainEvent } from '../events/catalogue/index.ts';
+import type { DomainEvent, PartialFailure } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
@@ -159,7 +159,7 @@ export class ApplyWorker {
       if (workspace.state.killSwitch.engaged) return returnToQueue('the workspace kill switch is engaged');
     }
     const accountState = (await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId))).state;
-    const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed };
+    const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed, googleAds: accountState.googleAds };
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
     const recheck = await recheckAction(this.options.platform, account, action);
     if (!recheck.ok) return returnToQueue(recheck.reason);
@@ -193,8 +193,10 @@ export class ApplyWorker {
     };
 
     const heartbeat = this.heartbeat(message, { ...onAction, claimId, leaseMs });
+    let partialFailures: PartialFailure[] = [];
     try {
-      await this.options.platform.applyChange(account, recheck.change);
+      const outcome = await this.options.platform.applyChange(account, recheck.change);
+      partialFailures = (outcome?.failures ?? []).map((f) => ({ subject: f.subject.slice(0, 300), error_code: f.error_code.slice(0, 200), message: f.message.slice(0, 1000) }));
     } catch (error) {
       heartbeat.stop();
       const detail = error instanceof Error ? error.message : String(error);
@@ -205,7 +207,7 @@ export class ApplyWorker {
       return willRetry ? (this.options.retryBaseMs ?? 1000) * 2 ** (attempt - 1) : null;
     }
     heartbeat.stop();
-    if (!(await finish({ kind: 'applied' }))) return null;
+    if (!(await finish({ kind: 'applied', partialFailures }))) return null;
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
     this.options.onApplyResult?.('applied');
     return null;

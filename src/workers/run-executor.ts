@@ -9,6 +9,7 @@ import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import type { ProposalService } from '../policy/proposal-service.ts';
+import { withPlatformDeadline } from '../platform/platform-deadline.ts';
 
 export interface RunExecutorDependencies {
   readonly writeModel: WriteModel;
@@ -49,7 +50,7 @@ export async function executeRun(
   const { writeModel } = deps;
   const key = await writeModel.keys.load(writeModel.keySubject(run.workspaceId, run.active.keyId));
   if (!key.state.exists || key.state.revoked) return failed('key_revoked', `API key ${run.active.keyId} was revoked after the run was queued`);
-  if (run.account.platform !== 'sandbox') {
+  if (run.account.platform === null || run.account.platform === 'none') {
     return failed('account_not_connected', `account ${run.accountId} has no connected advertising-platform account`);
   }
   const account: PlatformAccountRef = {
@@ -57,10 +58,12 @@ export async function executeRun(
     name: run.account.name,
     platform: run.account.platform,
     sandboxSeed: run.account.sandboxSeed,
+    googleAds: run.account.googleAds,
   };
   const meta = { actor, correlationId: run.active.runId };
   try {
-    const outcome = await runAgent(
+    // Platform calls (a rate limit waited out) must end within the run's wall clock.
+    const outcome = await withPlatformDeadline(Date.now() + deps.wallClockMs, () => runAgent(
       {
         runId: run.active.runId,
         brief: run.active.brief,
@@ -103,7 +106,7 @@ export async function executeRun(
             meta,
           }),
       },
-    );
+    ));
     return { ...outcome, durationMs: elapsed() };
   } catch (error) {
     // The message is shown to API clients: it says what they can do; the cause goes only to the log.

@@ -24,14 +24,14 @@ export function serviceEnv(config: Config): Record<string, string> {
 }
 
 /** Runs `bin/adsagent.js` as a user would. */
-export function runCli(config: Config, args: readonly string[], timeoutMs = 60_000): Promise<CliResult> {
-  const { child, done } = spawnCli(config, args);
+export function runCli(config: Config, args: readonly string[], timeoutMs = 60_000, extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  const { child, done } = spawnCli(config, args, extraEnv);
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return done.finally(() => clearTimeout(timer));
 }
 
-export function spawnCli(config: Config, args: readonly string[]) {
-  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...serviceEnv(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnCli(config: Config, args: readonly string[], extraEnv: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...serviceEnv(config), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));

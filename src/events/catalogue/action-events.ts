@@ -45,6 +45,14 @@ export interface ActionApplyHeartbeatData {
 export interface ActionAppliedData {
   readonly worker_id: string;
   readonly attempt: number;
+  /** Parts of the change the platform refused while applying the rest (Google Ads partialFailure); absent when all went through. */
+  readonly partial_failures?: readonly PartialFailure[];
+}
+export interface PartialFailure {
+  /** What the refused operation was about: `keyword 1111-99999`, `negative "free" (phrase)`. */
+  readonly subject: string;
+  readonly error_code: string;
+  readonly message: string;
 }
 export interface ActionApplyFailedData {
   readonly worker_id: string;
@@ -166,8 +174,20 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     type: 'ActionApplied',
     version: 1,
     aggregate: 'action',
-    description: 'The change is live on the advertising platform.',
-    data: object({ worker_id: str({ minLength: 1 }), attempt: int(1) }),
+    description:
+      'The change is live on the advertising platform. partial_failures lists the parts the platform refused while applying the rest (Google Ads partialFailure), each with the platform\'s error code and message.',
+    data: object(
+      {
+        worker_id: str({ minLength: 1 }),
+        attempt: int(1),
+        partial_failures: {
+          type: 'array',
+          maxItems: 100,
+          items: object({ subject: str({ maxLength: 300 }), error_code: str({ maxLength: 200 }), message: str({ maxLength: 1000 }) }),
+        },
+      },
+      ['partial_failures'],
+    ),
   },
   {
     type: 'ActionApplyFailed',

@@ -1,10 +1,10 @@
 import type { EventEnvelope } from '../envelope.ts';
-import { bool, enumOf, int, object, str, type EventDefinition } from './schema-helpers.ts';
+import { bool, enumOf, int, nullable, object, str, type EventDefinition } from './schema-helpers.ts';
 
 export const KEY_SCOPES = ['read', 'write', 'admin'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
-export const PLATFORM_KINDS = ['sandbox', 'none'] as const;
+export const PLATFORM_KINDS = ['sandbox', 'google-ads', 'none'] as const;
 export type PlatformKind = (typeof PLATFORM_KINDS)[number];
 
 export interface WorkspaceCreatedData {
@@ -26,6 +26,14 @@ export interface AccountCreatedData {
   readonly platform: PlatformKind;
   /** Seed of the generated sandbox account; null when not connected. */
   readonly sandbox_seed: number | null;
+  /** Set for platform google-ads: which customer, and the manager it is reached through. Never a secret. */
+  readonly google_ads?: GoogleAdsAccountLink;
+}
+export interface GoogleAdsAccountLink {
+  /** Ten digits, no dashes. */
+  readonly customer_id: string;
+  /** Manager account sent as the login-customer-id header; null when the customer is reached directly. */
+  readonly login_customer_id: string | null;
 }
 
 export type WorkspaceCreated = EventEnvelope<'WorkspaceCreated', WorkspaceCreatedData>;
@@ -77,9 +85,14 @@ export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     description: 'An advertising account (the API\'s projectId) was added to a workspace.',
     data: object({
       name: str({ minLength: 1, maxLength: 200 }),
-      platform: enumOf(['sandbox', 'none']),
+      platform: enumOf(PLATFORM_KINDS),
       sandbox_seed: { anyOf: [int(0), { type: 'null' }] },
-    }),
+      // Optional so AccountCreated events written before Google Ads existed stay valid.
+      google_ads: object({
+        customer_id: str({ pattern: '^[0-9]{10}$' }),
+        login_customer_id: nullable(str({ pattern: '^[0-9]{10}$' })),
+      }),
+    }, ['google_ads']),
   },
 ];
 

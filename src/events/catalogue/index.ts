@@ -1,11 +1,13 @@
 import { ACTION_EVENT_DEFINITIONS, type ActionLifecycleEvent, type SafetyEvent } from './action-events.ts';
 import { IDENTITY_EVENT_DEFINITIONS, type IdentityEvent } from './identity-events.ts';
+import { PLATFORM_EVENT_DEFINITIONS, type PlatformEvent } from './platform-events.ts';
 import { RUN_EVENT_DEFINITIONS, type RunLifecycleEvent } from './run-events.ts';
 import { TRANSCRIPT_EVENT_DEFINITIONS, type ActionProposalEvent, type TranscriptEvent } from './transcript-events.ts';
 import type { EventDefinition } from './schema-helpers.ts';
 
 export * from './action-events.ts';
 export * from './identity-events.ts';
+export * from './platform-events.ts';
 export * from './run-events.ts';
 export * from './transcript-events.ts';
 export type { EventDefinition } from './schema-helpers.ts';
@@ -17,7 +19,8 @@ export type DomainEvent =
   | TranscriptEvent
   | ActionProposalEvent
   | SafetyEvent
-  | ActionLifecycleEvent;
+  | ActionLifecycleEvent
+  | PlatformEvent;
 export type EventType = DomainEvent['type'];
 export type EventOfType<T extends EventType> = Extract<DomainEvent, { type: T }>;
 export type EventData<T extends EventType> = EventOfType<T>['data'];
@@ -28,6 +31,7 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
   ...RUN_EVENT_DEFINITIONS,
   ...TRANSCRIPT_EVENT_DEFINITIONS,
   ...ACTION_EVENT_DEFINITIONS,
+  ...PLATFORM_EVENT_DEFINITIONS,
 ];
 
 /** Current version written for each type. */

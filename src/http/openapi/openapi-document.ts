@@ -450,6 +450,8 @@ const baseDocument = {
           '404': responseRef('AccountNotFound'),
           '409': responseRef('AccountNotConnected'),
           '500': responseRef('InternalError'),
+          '502': responseRef('PlatformRefused'),
+          '503': responseRef('PlatformUnavailable'),
         },
       },
     },
@@ -506,6 +508,7 @@ const baseDocument = {
             content: problem(),
           },
           '500': responseRef('InternalError'),
+          '502': responseRef('PlatformRefused'),
           '503': responseRef('ServiceUnavailable'),
         },
       },
@@ -1034,7 +1037,8 @@ const baseDocument = {
         content: problem(),
       },
       AccountNotConnected: {
-        description: 'The account has no connected advertising platform (`account-not-connected`).',
+        description:
+          'The account has no connected advertising platform, or Google refused its authorisation (revoked or expired grant); the detail says how to reconnect it (`account-not-connected`).',
         headers: requestIdHeader,
         content: problem(),
       },
@@ -1090,6 +1094,18 @@ const baseDocument = {
       },
       ServiceUnavailable: {
         description: 'Temporarily unable to decide (e.g. persistent write contention); retry after `Retry-After` seconds.',
+        headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
+        content: problem(),
+      },
+      PlatformRefused: {
+        description:
+          'The advertising platform refused a call the service made for this request (`platform-request-refused`): `detail` quotes the platform\'s message and error code, `platform_errors` lists each `{error_code, message}`.',
+        headers: requestIdHeader,
+        content: problem(),
+      },
+      PlatformUnavailable: {
+        description:
+          'The advertising platform is unreachable or failing (`platform-unavailable`), or its rate limit lasts longer than the service waits (`platform-rate-limited`, quoting the platform\'s message); retry after `Retry-After` seconds.',
         headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
         content: problem(),
       },

@@ -20,6 +20,6 @@ export async function accountOf(api: ApiContext, principal: Principal, accountId
 
 /** The account as the platform port needs it. @throws AccountNotConnectedError */
 export function connectedAccount(accountId: string, state: AccountState): PlatformAccountRef {
-  if (state.platform !== 'sandbox') throw new AccountNotConnectedError(accountId);
-  return { accountId, name: state.name, platform: state.platform, sandboxSeed: state.sandboxSeed };
+  if (state.platform === null || state.platform === 'none') throw new AccountNotConnectedError(accountId);
+  return { accountId, name: state.name, platform: state.platform, sandboxSeed: state.sandboxSeed, googleAds: state.googleAds };
 }

@@ -1,0 +1,61 @@
+import { v7 as uuidv7 } from 'uuid';
+import { identityProjection } from '../../projections/identity/identity-projection.ts';
+import { waitForProjection } from '../../projections/runtime/projector.ts';
+import { AccountNotFoundError, WorkspaceNotFoundError } from '../../commands/errors.ts';
+import { lastSeqOf } from '../../commands/write-model.ts';
+import type { Actor } from '../events/envelope.ts';
+import { CredentialStore, CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
+import { normaliseCustomerId } from '../platform/google-ads/customer-id.ts';
+import { exchangeRefreshToken } from '../platform/google-ads/oauth-token-client.ts';
+import type { Infrastructure } from '../runtime/infrastructure.ts';
+import type { OperatorResult } from './operator-commands.ts';
+
+const OPERATOR: Actor = { kind: 'operator', id: process.env.USER ?? 'operator' };
+
+export interface GoogleAdsConnection {
+  readonly workspaceId: string;
+  readonly name: string;
+  /** As typed: with or without dashes. */
+  readonly customerId: string;
+  readonly loginCustomerId: string | undefined;
+  readonly refreshToken: string;
+}
+
+/**
+ * Creates a Google Ads account. The refresh token is proven at the token endpoint first (a
+ * wrong one is refused before anything is written), then sealed into platform_credentials;
+ * the AccountCreated event records only the platform and the customer ids.
+ */
+export async function connectGoogleAdsAccount(infra: Infrastructure, connection: GoogleAdsConnection): Promise<OperatorResult<{ id: string }>> {
+  const customerId = normaliseCustomerId(connection.customerId, '--customer-id');
+  const loginCustomerId = connection.loginCustomerId === undefined ? null : normaliseCustomerId(connection.loginCustomerId, '--login-customer-id');
+  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(connection.workspaceId));
+  if (!workspace.state.exists) throw new WorkspaceNotFoundError(connection.workspaceId);
+  if (!infra.config.credentialsKey) throw new CredentialsKeyMissingError('so the refresh token could not be stored');
+  await exchangeRefreshToken(infra.config.googleAds, connection.refreshToken);
+
+  const accountId = uuidv7();
+  await new CredentialStore(infra.database.db, infra.config.credentialsKey).put(accountId, 'google-ads', connection.refreshToken);
+  const result = await infra.writeModel.createAccount({
+    workspaceId: connection.workspaceId,
+    accountId,
+    name: connection.name,
+    platform: 'google-ads',
+    sandboxSeed: null,
+    googleAds: { customer_id: customerId, login_customer_id: loginCustomerId },
+    meta: { actor: OPERATOR, correlationId: accountId },
+  });
+  const seq = lastSeqOf(result);
+  const visible = seq === null || (await waitForProjection(infra.database.db, identityProjection.name, seq, 5000));
+  return { value: { id: accountId }, visible };
+}
+
+/** Replaces the refresh token of a Google Ads account whose grant was revoked or expired. */
+export async function reconnectGoogleAdsAccount(infra: Infrastructure, accountId: string, refreshToken: string): Promise<OperatorResult<{ id: string }>> {
+  const row = await infra.database.db.selectFrom('accounts').select(['platform']).where('id', '=', accountId).executeTakeFirst();
+  if (!row || row.platform !== 'google-ads') throw new AccountNotFoundError(accountId);
+  if (!infra.config.credentialsKey) throw new CredentialsKeyMissingError('so the refresh token could not be stored');
+  await exchangeRefreshToken(infra.config.googleAds, refreshToken);
+  await new CredentialStore(infra.database.db, infra.config.credentialsKey).put(accountId, 'google-ads', refreshToken);
+  return { value: { id: accountId }, visible: true };
+}

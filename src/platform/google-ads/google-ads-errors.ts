@@ -1,0 +1,75 @@
+import { ProblemError } from '../../errors/problem-error.ts';
+
+/** One error of a GoogleAdsFailure, as the API reports it (errorCode is a one-key object, e.g. { quotaError: 'RESOURCE_EXHAUSTED' }). */
+export interface GoogleAdsErrorDetail {
+  /** "quotaError.RESOURCE_EXHAUSTED": the errorCode object flattened to one readable token. */
+  readonly errorCode: string;
+  readonly message: string;
+  /** Index of the mutate operation it is about, when the API says (location.fieldPathElements). */
+  readonly operationIndex: number | null;
+}
+
+const MAX_PLATFORM_TEXT = 500;
+
+/** Text from Google is hostile like any other: bounded, and kept on one line. */
+export function platformText(value: unknown): string {
+  const text = typeof value === 'string' ? value : '';
+  // eslint-disable-next-line no-control-regex
+  const clean = text.replace(/[\u0000-\u001f\u007f]|[\ud800-\udfff]/g, ' ').trim();
+  return clean.length > MAX_PLATFORM_TEXT ? `${clean.slice(0, MAX_PLATFORM_TEXT)}…` : clean;
+}
+
+/**
+ * Google refused the account's grant (revoked, expired, or issued to another client).
+ * Nothing the service can retry: a person has to reconnect the account.
+ */
+export class GoogleAdsNotConnectedError extends ProblemError {
+  constructor(accountId: string, reason: string) {
+    super({
+      type: 'account-not-connected',
+      status: 409,
+      title: 'The account has no connected advertising-platform account',
+      detail:
+        `Google refused the authorisation of account ${accountId} (${reason}); ` +
+        'reconnect it with `adsagent account reconnect ' + accountId + ' --refresh-token-file PATH`.',
+    });
+  }
+}
+
+/**
+ * Google Ads refused a request (a GoogleAdsFailure): the first error's code and message
+ * are what the user reads, in the tool result, the action's outcome and problem details.
+ */
+export class GoogleAdsRequestError extends ProblemError {
+  constructor(
+    readonly httpStatus: number,
+    readonly errors: readonly GoogleAdsErrorDetail[],
+    readonly requestId: string | null,
+  ) {
+    const first = errors[0];
+    super({
+      type: 'platform-request-refused',
+      // The platform refused a call the service made: a bad gateway for the client, whose own request was fine.
+      status: 502,
+      title: 'Google Ads refused the request',
+      detail: first ? `Google Ads: ${first.message} (${first.errorCode})` : `Google Ads answered HTTP ${httpStatus}`,
+      extensions: {
+        platform_errors: errors.map((e) => ({ error_code: e.errorCode, message: e.message })),
+        ...(requestId ? { platform_request_id: requestId } : {}),
+      },
+    });
+  }
+}
+
+/** The account's Google Ads quota is spent for longer than the run can wait. */
+export class GoogleAdsQuotaExhaustedError extends ProblemError {
+  constructor(message: string, retryDelayMs: number | null) {
+    super({
+      type: 'platform-rate-limited',
+      status: 503,
+      title: 'Google Ads rate limit reached',
+      detail: `Google Ads: ${message}${retryDelayMs !== null ? ` (retry after ${Math.ceil(retryDelayMs / 1000)} s)` : ''}`,
+      headers: { 'retry-after': String(retryDelayMs !== null ? Math.max(1, Math.ceil(retryDelayMs / 1000)) : 60) },
+    });
+  }
+}

@@ -1,0 +1,163 @@
+import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics } from '../ads-platform.ts';
+import { cents } from '../sandbox/sandbox-metrics.ts';
+import { sanitizeText } from '../../text/hostile-text.ts';
+import type { GoogleAdsRow } from './google-ads-transport.ts';
+
+/**
+ * Google Ads JSON (camelCase, int64 as strings, enums as names) to the port's shapes, in
+ * account currency units. Rows are hostile input: every read is typed and defaulted.
+ */
+export const MICROS_PER_UNIT = 1_000_000;
+
+type Obj = Record<string, unknown>;
+const obj = (value: unknown): Obj => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Obj) : {});
+export const at = (row: GoogleAdsRow, path: string): unknown => path.split('.').reduce<unknown>((node, key) => obj(node)[key], row);
+/** A string field; characters no event may carry (NUL, controls, lone surrogates) become U+FFFD, as for the model's text. */
+export const text = (row: GoogleAdsRow, path: string): string => {
+  const value = at(row, path);
+  return typeof value === 'string' ? sanitizeText(value) : typeof value === 'number' ? String(value) : '';
+};
+/** int64 (a string) or double (a number); 0 when absent. */
+export const number = (row: GoogleAdsRow, path: string): number => {
+  const value = Number(at(row, path) ?? 0);
+  return Number.isFinite(value) ? value : 0;
+};
+const optionalNumber = (row: GoogleAdsRow, path: string): number | null => {
+  const value = at(row, path);
+  if (value === undefined || value === null) return null;
+  const parsed = Number(value);
+  return Number.isFinite(parsed) && parsed > 0 ? parsed : null;
+};
+
+export const microsToUnits = (micros: number): number => cents(micros / MICROS_PER_UNIT);
+
+export function metricsOf(row: GoogleAdsRow): Metrics {
+  return {
+    impressions: number(row, 'metrics.impressions'),
+    clicks: number(row, 'metrics.clicks'),
+    cost: microsToUnits(number(row, 'metrics.costMicros')),
+    conversions: cents(number(row, 'metrics.conversions')),
+    conversion_value: cents(number(row, 'metrics.conversionsValue')),
+  };
+}
+
+export function sumMetrics(list: readonly Metrics[]): Metrics {
+  const sum = { impressions: 0, clicks: 0, cost: 0, conversions: 0, conversion_value: 0 };
+  for (const m of list) {
+    sum.impressions += m.impressions;
+    sum.clicks += m.clicks;
+    sum.cost += m.cost;
+    sum.conversions += m.conversions;
+    sum.conversion_value += m.conversion_value;
+  }
+  return { ...sum, cost: cents(sum.cost), conversions: cents(sum.conversions), conversion_value: cents(sum.conversion_value) };
+}
+
+/**
+ * Google's strategy types onto the port's. Target CPA and Target ROAS are Maximize
+ * conversions (value) with a target, which is what Google migrated them to; the raw type is
+ * kept (`GoogleCampaign.rawStrategyType`) so changes write the field the campaign really has.
+ */
+export function strategyTypeOf(googleType: string): BiddingStrategyType {
+  switch (googleType) {
+    case 'MAXIMIZE_CONVERSIONS':
+    case 'TARGET_CPA':
+      return 'maximize_conversions';
+    case 'MAXIMIZE_CONVERSION_VALUE':
+    case 'TARGET_ROAS':
+      return 'maximize_conversion_value';
+    case 'MANUAL_CPC':
+      return 'manual_cpc';
+    default:
+      return 'other';
+  }
+}
+
+/** Where a campaign's own target lives, by its Google strategy type (the updateMask path). */
+export const TARGET_FIELDS = {
+  MAXIMIZE_CONVERSIONS: { group: 'maximizeConversions', field: 'targetCpaMicros', kind: 'cpa' },
+  TARGET_CPA: { group: 'targetCpa', field: 'targetCpaMicros', kind: 'cpa' },
+  MAXIMIZE_CONVERSION_VALUE: { group: 'maximizeConversionValue', field: 'targetRoas', kind: 'roas' },
+  TARGET_ROAS: { group: 'targetRoas', field: 'targetRoas', kind: 'roas' },
+} as const satisfies Record<string, { group: string; field: string; kind: 'cpa' | 'roas' }>;
+export type TargetStrategy = keyof typeof TARGET_FIELDS;
+
+export function isTargetStrategy(type: string): type is TargetStrategy {
+  return Object.hasOwn(TARGET_FIELDS, type);
+}
+
+/** A campaign as the adapter needs it to change it: the port's view plus Google's resource names. */
+export interface GoogleCampaign {
+  readonly campaign: Campaign;
+  readonly rawStrategyType: string;
+  readonly resourceName: string;
+  readonly budgetResourceName: string;
+  readonly portfolioResourceName: string | null;
+}
+
+export interface PortfolioRow {
+  readonly resourceName: string;
+  readonly id: string;
+  readonly name: string;
+  readonly type: string;
+  readonly targetCpaMicros: number | null;
+  readonly targetRoas: number | null;
+}
+
+export function portfolioOf(row: GoogleAdsRow): PortfolioRow {
+  return {
+    resourceName: text(row, 'biddingStrategy.resourceName'),
+    id: text(row, 'biddingStrategy.id'),
+    name: text(row, 'biddingStrategy.name').slice(0, 200),
+    type: text(row, 'biddingStrategy.type'),
+    targetCpaMicros: optionalNumber(row, 'biddingStrategy.targetCpa.targetCpaMicros'),
+    targetRoas: optionalNumber(row, 'biddingStrategy.targetRoas.targetRoas'),
+  };
+}
+
+export function campaignOf(row: GoogleAdsRow, portfolios: ReadonlyMap<string, PortfolioRow>, portfolioMembers: ReadonlyMap<string, string[]>): GoogleCampaign {
+  const rawStrategyType = text(row, 'campaign.biddingStrategyType');
+  const portfolioResourceName = text(row, 'campaign.biddingStrategy') || null;
+  const portfolio = portfolioResourceName ? portfolios.get(portfolioResourceName) : undefined;
+  const type = strategyTypeOf(portfolio?.type ?? rawStrategyType);
+  const cpaMicros = portfolio
+    ? portfolio.targetCpaMicros
+    : (optionalNumber(row, 'campaign.maximizeConversions.targetCpaMicros') ?? optionalNumber(row, 'campaign.targetCpa.targetCpaMicros'));
+  const roas = portfolio ? portfolio.targetRoas : (optionalNumber(row, 'campaign.maximizeConversionValue.targetRoas') ?? optionalNumber(row, 'campaign.targetRoas.targetRoas'));
+  const strategy: BiddingStrategy = {
+    type,
+    target_cpa: type === 'maximize_conversions' && cpaMicros !== null ? microsToUnits(cpaMicros) : null,
+    target_roas_pct: type === 'maximize_conversion_value' && roas !== null ? Math.round(roas * 10_000) / 100 : null,
+    portfolio:
+      portfolioResourceName !== null
+        ? { id: portfolio?.id ?? portfolioResourceName.split('/').at(-1) ?? '', name: portfolio?.name ?? '', campaign_ids: portfolioMembers.get(portfolioResourceName) ?? [] }
+        : null,
+  };
+  const status = text(row, 'campaign.status');
+  return {
+    campaign: {
+      id: text(row, 'campaign.id'),
+      name: text(row, 'campaign.name').slice(0, 200),
+      status: status === 'ENABLED' ? 'enabled' : status === 'REMOVED' ? 'removed' : 'paused',
+      daily_budget: microsToUnits(number(row, 'campaignBudget.amountMicros')),
+      bidding_strategy: strategy,
+    },
+    rawStrategyType,
+    resourceName: text(row, 'campaign.resourceName'),
+    budgetResourceName: text(row, 'campaign.campaignBudget'),
+    portfolioResourceName,
+  };
+}
+
+const MATCH_TYPES_FROM_GOOGLE: Record<string, MatchType> = { EXACT: 'exact', PHRASE: 'phrase', BROAD: 'broad' };
+export const matchTypeOf = (value: string): MatchType => MATCH_TYPES_FROM_GOOGLE[value] ?? 'broad';
+export const googleMatchType = (value: MatchType): string => value.toUpperCase();
+
+/** The port's keyword id for an ad group criterion: criterion ids are unique only within their ad group. */
+export const keywordIdOf = (adGroupId: string, criterionId: string): string => `${adGroupId}-${criterionId}`;
+
+/** "customers/1/adGroupCriteria/1111~11111" -> "1111-11111". */
+export function keywordIdFromResourceName(resourceName: string): string {
+  const match = /\/adGroupCriteria\/(\d+)~(\d+)$/.exec(resourceName);
+  return match ? keywordIdOf(match[1]!, match[2]!) : '';
+}

@@ -1,0 +1,292 @@
+import type {
+  AccountSummary,
+  AdsPlatform,
+  ChangeOutcome,
+  Campaign,
+  CampaignPerformance,
+  DateRange,
+  Keyword,
+  NegativeKeyword,
+  PlatformAccountRef,
+  PlatformChange,
+  SearchTerm,
+  SearchTermTotal,
+} from '../ads-platform.ts';
+import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-errors.ts';
+import { checkRange } from '../sandbox/sandbox-queries.ts';
+import { derivedRates } from '../sandbox/sandbox-metrics.ts';
+import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
+import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime } from './google-ads-change-events.ts';
+import { changeOperations } from './google-ads-changes.ts';
+import {
+  campaignOf,
+  keywordIdFromResourceName,
+  keywordIdOf,
+  matchTypeOf,
+  metricsOf,
+  number,
+  portfolioOf,
+  sumMetrics,
+  text,
+  type GoogleCampaign,
+  type PortfolioRow,
+} from './google-ads-mapping.ts';
+import type { GoogleAdsTarget, GoogleAdsTransport } from './google-ads-transport.ts';
+import { GoogleAdsRequestError } from './google-ads-errors.ts';
+
+/** Ids the adapter puts into GAQL: digits only, so no string from the model reaches a query. */
+const NUMERIC_ID = /^[0-9]{1,19}$/;
+const DEFAULT_TERM_LIMIT = 50;
+const MAX_TERM_LIMIT = 500;
+
+const between = (range: DateRange) => `segments.date BETWEEN '${range.from}' AND '${range.to}'`;
+const METRICS = 'metrics.impressions, metrics.clicks, metrics.cost_micros, metrics.conversions, metrics.conversions_value';
+
+/**
+ * The Google Ads adapter of the platform port: reads with GAQL through googleAds:search,
+ * changes through the per-service mutate endpoints (google-ads-changes.ts). Money is in
+ * account currency units (micros / 1,000,000); dates are the account's reporting dates.
+ */
+export class GoogleAdsPlatform implements AdsPlatform {
+  constructor(
+    private readonly transport: GoogleAdsTransport,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async accountSummary(account: PlatformAccountRef): Promise<AccountSummary> {
+    const target = this.target(account);
+    const range = this.last30Days();
+    const [header, totals, campaigns] = await Promise.all([
+      this.transport.search(target, 'SELECT customer.id, customer.descriptive_name, customer.currency_code, customer.time_zone FROM customer'),
+      this.transport.search(target, `SELECT ${METRICS} FROM customer WHERE ${between(range)}`),
+      this.campaigns(target),
+    ]);
+    const row = header[0] ?? {};
+    return {
+      account_id: account.accountId,
+      name: text(row, 'customer.descriptiveName').slice(0, 200) || account.name,
+      currency: text(row, 'customer.currencyCode').slice(0, 3),
+      time_zone: text(row, 'customer.timeZone').slice(0, 64),
+      campaigns: campaigns.length,
+      enabled_campaigns: campaigns.filter((c) => c.campaign.status === 'enabled').length,
+      last_30_days: sumMetrics(totals.map(metricsOf)),
+    };
+  }
+
+  async listCampaigns(account: PlatformAccountRef): Promise<Campaign[]> {
+    return (await this.campaigns(this.target(account))).map((c) => c.campaign);
+  }
+
+  async getCampaign(account: PlatformAccountRef, campaignId: string): Promise<Campaign | null> {
+    return (await this.findCampaign(this.target(account), campaignId))?.campaign ?? null;
+  }
+
+  async campaignPerformance(account: PlatformAccountRef, range: DateRange, campaignId?: string): Promise<CampaignPerformance[]> {
+    const target = await this.openForRead(account, range, campaignId);
+    const filter = campaignId ? ` AND campaign.id = ${campaignId}` : '';
+    const [rows, campaigns] = await Promise.all([
+      this.transport.search(target, `SELECT campaign.id, ${METRICS} FROM campaign WHERE ${between(range)} AND campaign.status != 'REMOVED'${filter}`),
+      this.campaigns(target),
+    ]);
+    const byCampaign = new Map<string, ReturnType<typeof metricsOf>[]>();
+    for (const row of rows) byCampaign.set(text(row, 'campaign.id'), [...(byCampaign.get(text(row, 'campaign.id')) ?? []), metricsOf(row)]);
+    return campaigns
+      .filter((c) => campaignId === undefined || c.campaign.id === campaignId)
+      .map(({ campaign }) => {
+        const metrics = sumMetrics(byCampaign.get(campaign.id) ?? []);
+        return { campaign_id: campaign.id, campaign_name: campaign.name, ...metrics, ...derivedRates(metrics) };
+      });
+  }
+
+  async listKeywords(account: PlatformAccountRef, range: DateRange, campaignId?: string): Promise<Keyword[]> {
+    const target = await this.openForRead(account, range, campaignId);
+    const filter = campaignId ? ` AND campaign.id = ${campaignId}` : '';
+    const [attributes, metrics] = await Promise.all([
+      this.transport.search(
+        target,
+        'SELECT campaign.id, ad_group.id, ad_group.name, ad_group_criterion.criterion_id, ad_group_criterion.keyword.text, ' +
+          'ad_group_criterion.keyword.match_type, ad_group_criterion.status, ad_group_criterion.cpc_bid_micros FROM ad_group_criterion ' +
+          `WHERE ad_group_criterion.type = 'KEYWORD' AND ad_group_criterion.negative = FALSE AND ad_group_criterion.status != 'REMOVED' AND campaign.status != 'REMOVED'${filter}`,
+      ),
+      this.transport.search(target, `SELECT ad_group.id, ad_group_criterion.criterion_id, ${METRICS} FROM keyword_view WHERE ${between(range)}${filter}`),
+    ]);
+    const metricsById = new Map<string, ReturnType<typeof metricsOf>[]>();
+    for (const row of metrics) {
+      const id = keywordIdOf(text(row, 'adGroup.id'), text(row, 'adGroupCriterion.criterionId'));
+      metricsById.set(id, [...(metricsById.get(id) ?? []), metricsOf(row)]);
+    }
+    return attributes.map((row) => {
+      const id = keywordIdOf(text(row, 'adGroup.id'), text(row, 'adGroupCriterion.criterionId'));
+      const bid = number(row, 'adGroupCriterion.cpcBidMicros');
+      return {
+        id,
+        campaign_id: text(row, 'campaign.id'),
+        ad_group_id: text(row, 'adGroup.id'),
+        ad_group_name: text(row, 'adGroup.name').slice(0, 200),
+        text: text(row, 'adGroupCriterion.keyword.text').slice(0, 200),
+        match_type: matchTypeOf(text(row, 'adGroupCriterion.keyword.matchType')),
+        status: text(row, 'adGroupCriterion.status') === 'ENABLED' ? 'enabled' : 'paused',
+        max_cpc: bid > 0 ? Math.round(bid / 10_000) / 100 : null,
+        ...sumMetrics(metricsById.get(id) ?? []),
+      };
+    });
+  }
+
+  async searchTerms(account: PlatformAccountRef, range: DateRange, options: { campaignId?: string; limit?: number } = {}): Promise<SearchTerm[]> {
+    const target = await this.openForRead(account, range, options.campaignId);
+    const limit = Math.min(Math.max(1, Math.floor(options.limit ?? DEFAULT_TERM_LIMIT)), MAX_TERM_LIMIT);
+    const filter = options.campaignId ? ` AND campaign.id = ${options.campaignId}` : '';
+    const rows = await this.transport.search(
+      target,
+      `SELECT search_term_view.search_term, campaign.id, ad_group.id, segments.keyword.ad_group_criterion, ${METRICS} ` +
+        `FROM search_term_view WHERE ${between(range)}${filter} ORDER BY metrics.cost_micros DESC LIMIT ${limit}`,
+    );
+    return rows.map((row) => ({
+      search_term: text(row, 'searchTermView.searchTerm').slice(0, 200),
+      campaign_id: text(row, 'campaign.id'),
+      ad_group_id: text(row, 'adGroup.id'),
+      keyword_id: keywordIdFromResourceName(text(row, 'segments.keyword.adGroupCriterion')),
+      ...metricsOf(row),
+    }));
+  }
+
+  async searchTermTotals(account: PlatformAccountRef, range: DateRange, campaignId: string): Promise<SearchTermTotal[]> {
+    const target = await this.openForRead(account, range, campaignId);
+    const rows = await this.transport.search(
+      target,
+      `SELECT search_term_view.search_term, metrics.cost_micros, metrics.conversions FROM search_term_view WHERE ${between(range)} AND campaign.id = ${campaignId}`,
+    );
+    const totals = new Map<string, { cost: number; conversions: number }>();
+    for (const row of rows) {
+      const term = text(row, 'searchTermView.searchTerm').slice(0, 200);
+      const metrics = metricsOf(row);
+      const total = totals.get(term) ?? { cost: 0, conversions: 0 };
+      totals.set(term, { cost: total.cost + metrics.cost, conversions: total.conversions + metrics.conversions });
+    }
+    return [...totals].map(([search_term, t]) => ({ search_term, cost: Math.round(t.cost * 100) / 100, conversions: Math.round(t.conversions * 100) / 100 }));
+  }
+
+  async listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]> {
+    const target = this.target(account);
+    if (campaignId !== undefined) await this.requireCampaign(target, campaignId);
+    const filter = campaignId ? ` AND campaign.id = ${campaignId}` : '';
+    const rows = await this.transport.search(
+      target,
+      'SELECT campaign.id, campaign_criterion.keyword.text, campaign_criterion.keyword.match_type FROM campaign_criterion ' +
+        `WHERE campaign_criterion.negative = TRUE AND campaign_criterion.type = 'KEYWORD'${filter}`,
+    );
+    return rows.map((row) => ({
+      campaign_id: text(row, 'campaign.id'),
+      text: text(row, 'campaignCriterion.keyword.text').slice(0, 200),
+      match_type: matchTypeOf(text(row, 'campaignCriterion.keyword.matchType')),
+    }));
+  }
+
+  /** Applies a change with partialFailure; refused operations are reported per keyword, never silently dropped. */
+  async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<ChangeOutcome> {
+    return this.sendChange(account, change, false);
+  }
+
+  /** The dry run: the change sent with validateOnly. @throws GoogleAdsRequestError when Google would refuse it */
+  async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
+    await this.sendChange(account, change, true);
+  }
+
+  /** change_event rows at or after `since` (never older than Google keeps), oldest first. */
+  async platformChanges(account: PlatformAccountRef, since: string): Promise<PlatformChangeObservedData[]> {
+    const target = this.target(account);
+    const oldest = oldestChangeTime(this.now());
+    const from = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/.test(since) && since > oldest ? since : oldest;
+    const rows = await this.transport.search(
+      target,
+      `SELECT ${CHANGE_EVENT_QUERY_FIELDS} FROM change_event WHERE change_event.change_date_time >= '${from}' ` +
+        `ORDER BY change_event.change_date_time ASC LIMIT ${CHANGE_EVENT_LIMIT}`,
+    );
+    return rows.map(observedChangeOf);
+  }
+
+  private async sendChange(account: PlatformAccountRef, change: PlatformChange, validateOnly: boolean): Promise<ChangeOutcome> {
+    const target = this.target(account);
+    const planned = await changeOperations(
+      {
+        target,
+        findCampaign: (id) => this.findCampaign(target, id),
+        negatives: async (campaignId) => this.listNegativeKeywords(account, campaignId),
+        currency: async () => text((await this.transport.search(target, 'SELECT customer.currency_code FROM customer'))[0] ?? {}, 'customer.currencyCode'),
+      },
+      change,
+    );
+    if (planned.operations.length === 0) return { failures: [], applied: planned.skipped };
+    const answer = await this.transport.mutate(target, planned.service, { operations: planned.operations, partialFailure: !validateOnly, validateOnly });
+    if (validateOnly) return { failures: [], applied: [] };
+    const failures = (answer.partialFailure?.errors ?? []).map((error) => ({
+      subject: error.operationIndex !== null ? (planned.subjects[error.operationIndex] ?? 'the change') : 'the change',
+      error_code: error.errorCode,
+      message: error.message,
+    }));
+    // Not one operation went through: the change failed as a whole, as a refused request would.
+    if (failures.length === planned.operations.length && answer.partialFailure) {
+      throw new GoogleAdsRequestError(400, answer.partialFailure.errors, answer.partialFailure.requestId);
+    }
+    const failed = new Set(failures.map((f) => f.subject));
+    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))] };
+  }
+
+  private target(account: PlatformAccountRef): GoogleAdsTarget {
+    if (account.platform !== 'google-ads' || !account.googleAds) throw new AccountNotConnectedError(account.accountId);
+    return { accountId: account.accountId, customerId: account.googleAds.customer_id, loginCustomerId: account.googleAds.login_customer_id };
+  }
+
+  private async openForRead(account: PlatformAccountRef, range: DateRange, campaignId: string | undefined): Promise<GoogleAdsTarget> {
+    const target = this.target(account);
+    checkRange(range);
+    if (campaignId !== undefined) await this.requireCampaign(target, campaignId);
+    return target;
+  }
+
+  private async requireCampaign(target: GoogleAdsTarget, campaignId: string): Promise<GoogleCampaign> {
+    const found = await this.findCampaign(target, campaignId);
+    if (!found || found.campaign.status === 'removed') throw new CampaignNotFoundError(String(campaignId).slice(0, 64));
+    return found;
+  }
+
+  private async findCampaign(target: GoogleAdsTarget, campaignId: string): Promise<GoogleCampaign | null> {
+    if (typeof campaignId !== 'string' || !NUMERIC_ID.test(campaignId)) return null;
+    return (await this.campaigns(target)).find((c) => c.campaign.id === campaignId) ?? null;
+  }
+
+  /** Every campaign not removed, with the portfolios they bid with (and each portfolio's campaigns). */
+  private async campaigns(target: GoogleAdsTarget): Promise<GoogleCampaign[]> {
+    const rows = await this.transport.search(
+      target,
+      'SELECT campaign.resource_name, campaign.id, campaign.name, campaign.status, campaign.bidding_strategy_type, campaign.bidding_strategy, ' +
+        'campaign.campaign_budget, campaign.maximize_conversions.target_cpa_micros, campaign.maximize_conversion_value.target_roas, ' +
+        'campaign.target_cpa.target_cpa_micros, campaign.target_roas.target_roas, campaign_budget.amount_micros ' +
+        "FROM campaign WHERE campaign.status != 'REMOVED' ORDER BY campaign.id",
+    );
+    const members = new Map<string, string[]>();
+    for (const row of rows) {
+      const portfolio = text(row, 'campaign.biddingStrategy');
+      if (portfolio) members.set(portfolio, [...(members.get(portfolio) ?? []), text(row, 'campaign.id')]);
+    }
+    const portfolios = new Map<string, PortfolioRow>();
+    if (members.size > 0) {
+      const strategies = await this.transport.search(
+        target,
+        'SELECT bidding_strategy.resource_name, bidding_strategy.id, bidding_strategy.name, bidding_strategy.type, ' +
+          'bidding_strategy.target_cpa.target_cpa_micros, bidding_strategy.target_roas.target_roas FROM bidding_strategy',
+      );
+      for (const row of strategies) {
+        const portfolio = portfolioOf(row);
+        portfolios.set(portfolio.resourceName, portfolio);
+      }
+    }
+    return rows.map((row) => campaignOf(row, portfolios, members));
+  }
+
+  /** The 30 days up to yesterday (UTC), as the sandbox's summary covers. */
+  private last30Days(): DateRange {
+    const day = (back: number) => new Date(this.now().getTime() - back * 86_400_000).toISOString().slice(0, 10);
+    return { from: day(30), to: day(1) };
+  }
+}

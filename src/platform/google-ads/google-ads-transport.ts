@@ -1,0 +1,141 @@
+import type { GoogleAdsConfig } from '../../config/config.ts';
+import { PlatformUnavailableError } from '../platform-errors.ts';
+import { platformDeadline } from '../platform-deadline.ts';
+import type { AccessTokenCache } from './access-token-cache.ts';
+import { GoogleAdsNotConnectedError, GoogleAdsQuotaExhaustedError, GoogleAdsRequestError } from './google-ads-errors.ts';
+import { parseErrorBody, parseStatus, type ParsedFailure } from './google-ads-failure.ts';
+
+/** Which Google Ads customer a call is for, and the manager it goes through. */
+export interface GoogleAdsTarget {
+  readonly accountId: string;
+  readonly customerId: string;
+  readonly loginCustomerId: string | null;
+}
+
+export type GoogleAdsRow = Record<string, unknown>;
+
+export type MutateService = 'campaignCriteria' | 'adGroupCriteria' | 'campaignBudgets' | 'campaigns';
+
+export interface MutateAnswer {
+  readonly results: readonly Record<string, unknown>[];
+  /** Operations refused under partialFailure; null when every operation was applied. */
+  readonly partialFailure: ParsedFailure | null;
+}
+
+export interface TransportOptions {
+  /** Longest a call waits out rate limits and 5xx retries outside a run. Default 30 s. */
+  readonly maxWaitMs?: number;
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Per-request timeout. Default 60 s. */
+  readonly requestTimeoutMs?: number;
+  /** Told of every HTTP request to Google Ads (metrics): `search` or `mutate:<service>`, the status (or `network_error`), seconds. */
+  readonly onRequest?: (method: string, status: string, seconds: number) => void;
+}
+
+const MAX_SERVER_RETRIES = 4;
+const MAX_PAGES = 50;
+
+/**
+ * The Google Ads REST API over `fetch`: `googleAds:search` (paged) and the per-service
+ * `:mutate` endpoints, with the OAuth bearer, developer-token and login-customer-id
+ * headers. Errors become what a user can act on: a refused grant -> GoogleAdsNotConnected
+ * (after one token refresh), 429 -> wait out quotaErrorDetails.retryDelay while the run's
+ * deadline allows, 5xx and network errors -> retried with backoff, any other refusal ->
+ * GoogleAdsRequestError carrying the GoogleAdsFailure's codes and messages.
+ */
+export class GoogleAdsTransport {
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    private readonly config: GoogleAdsConfig,
+    private readonly tokens: AccessTokenCache,
+    private readonly options: TransportOptions = {},
+  ) {
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** Every row of a GAQL query, following nextPageToken. */
+  async search(target: GoogleAdsTarget, query: string): Promise<GoogleAdsRow[]> {
+    const rows: GoogleAdsRow[] = [];
+    let pageToken: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const answer = (await this.call(target, 'googleAds:search', { query, ...(pageToken ? { pageToken } : {}) })) as { results?: unknown; nextPageToken?: unknown };
+      if (Array.isArray(answer.results)) rows.push(...(answer.results as GoogleAdsRow[]));
+      pageToken = typeof answer.nextPageToken === 'string' && answer.nextPageToken !== '' ? answer.nextPageToken : undefined;
+      if (!pageToken) return rows;
+    }
+    throw new PlatformUnavailableError(`a Google Ads query returned more than ${MAX_PAGES} pages`);
+  }
+
+  async mutate(target: GoogleAdsTarget, service: MutateService, body: { operations: unknown[]; validateOnly?: boolean; partialFailure?: boolean }): Promise<MutateAnswer> {
+    const answer = (await this.call(target, `${service}:mutate`, body)) as { results?: unknown; partialFailureError?: unknown };
+    const failure = answer.partialFailureError ? parseStatus(answer.partialFailureError) : null;
+    return { results: Array.isArray(answer.results) ? (answer.results as Record<string, unknown>[]) : [], partialFailure: failure && failure.errors.length > 0 ? failure : null };
+  }
+
+  private async call(target: GoogleAdsTarget, method: string, body: unknown): Promise<unknown> {
+    const url = `${this.config.apiBaseUrl}/${this.config.apiVersion}/customers/${target.customerId}/${method}`;
+    const deadline = Math.min(Date.now() + (this.options.maxWaitMs ?? 30_000), platformDeadline() ?? Infinity);
+    let token = await this.tokens.get(target.accountId);
+    let refreshed = false;
+    let serverFailures = 0;
+    const label = method === 'googleAds:search' ? 'search' : `mutate:${method.slice(0, -':mutate'.length)}`;
+    for (;;) {
+      let response: Response;
+      const started = performance.now();
+      try {
+        response = await fetch(url, {
+          method: 'POST',
+          headers: this.headers(target, token),
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 60_000),
+        });
+      } catch (error) {
+        this.options.onRequest?.(label, 'network_error', (performance.now() - started) / 1000);
+        await this.backoff(++serverFailures, deadline, `Google Ads cannot be reached (${(error as Error).name})`);
+        continue;
+      }
+      this.options.onRequest?.(label, String(response.status), (performance.now() - started) / 1000);
+      if (response.ok) return response.json();
+      const failure = parseErrorBody(await response.json().catch(() => null));
+      const firstCode = failure.errors[0]?.errorCode ?? '';
+      if (response.status === 401 && !refreshed) {
+        refreshed = true;
+        token = await this.tokens.refresh(target.accountId, token);
+        continue;
+      }
+      if (response.status === 401 || (response.status === 403 && /^(authorizationError|authenticationError)\./.test(firstCode))) {
+        throw new GoogleAdsNotConnectedError(target.accountId, failure.errors[0]?.message || failure.message || `HTTP ${response.status}`);
+      }
+      if (response.status === 429) {
+        const wait = failure.retryDelayMs ?? 1000 * 2 ** serverFailures;
+        const message = failure.errors[0]?.message || failure.message || 'rate limited';
+        if (Date.now() + wait > deadline) throw new GoogleAdsQuotaExhaustedError(message, failure.retryDelayMs);
+        await this.sleep(wait);
+        continue;
+      }
+      if (response.status >= 500) {
+        await this.backoff(++serverFailures, deadline, `Google Ads answered HTTP ${response.status}: ${failure.message}`);
+        continue;
+      }
+      throw new GoogleAdsRequestError(response.status, failure.errors, failure.requestId);
+    }
+  }
+
+  private headers(target: GoogleAdsTarget, token: string): Record<string, string> {
+    return {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+      ...(this.config.developerToken ? { 'developer-token': this.config.developerToken } : {}),
+      ...(target.loginCustomerId ? { 'login-customer-id': target.loginCustomerId } : {}),
+    };
+  }
+
+  /** Exponential backoff with jitter (250 ms, 500 ms, 1 s, ...), at most MAX_SERVER_RETRIES and never past the deadline. */
+  private async backoff(failures: number, deadline: number, message: string): Promise<void> {
+    const wait = 250 * 2 ** (failures - 1) * (0.75 + Math.random() * 0.5);
+    if (failures > MAX_SERVER_RETRIES || Date.now() + wait > deadline) throw new PlatformUnavailableError(message);
+    await this.sleep(wait);
+  }
+}

@@ -1,0 +1,284 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { expect } from 'chai';
+import { createWorkspace, issueKey } from '../../src/operator/operator-commands.ts';
+import { negativeBlocks } from '../../src/platform/keyword-match.ts';
+import { serviceEnv } from '../support/cli.ts';
+import { eventually } from '../support/eventually.ts';
+import { CONVERTING_TERMS, WASTED_TERMS } from '../support/fake-google-ads/fake-account.ts';
+import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
+import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+
+/**
+ * A Google Ads account end to end: the service runs as its own process (HTTP, agent worker
+ * and apply worker, logging at trace level) against the local fake of the Google Ads REST
+ * API and OAuth endpoint; this process only projects and drives it over HTTP.
+ */
+describe('a Google Ads account through the HTTP API (service process against the fake Google Ads API)', function () {
+  this.timeout(120_000);
+  const fake = new FakeGoogleAds({ managerId: '1112223333' });
+  let svc: TestService;
+  let child: ChildProcess;
+  let baseUrl = '';
+  let logs = '';
+  const responses: string[] = [];
+  let accountId: string;
+  let refreshToken: string;
+  let writeKey: string;
+  let readKey: string;
+  const customer = () => fake.accounts.get('1234567890')!;
+
+  const request = async (method: string, path: string, key: string, body?: unknown) => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await response.text();
+    responses.push(text);
+    return { status: response.status, body: text ? JSON.parse(text) : null };
+  };
+  const runToEnd = async (brief: string) => {
+    const started = await request('POST', '/api/v1/runs', writeKey, { brief, project_id: accountId, auto_apply: false });
+    expect(started.status, JSON.stringify(started.body)).to.equal(202);
+    let run: any;
+    await eventually(async () => {
+      run = (await request('GET', `/api/v1/runs/${started.body.id}`, writeKey)).body;
+      if (!['succeeded', 'failed', 'canceled'].includes(run.status)) throw new Error(`run is ${run.status}`);
+    }, 60_000, 100);
+    return run;
+  };
+  const approvals = async () => (await request('GET', `/api/v1/accounts/${accountId}/approvals?limit=100`, readKey)).body.data as any[];
+  const applied = (service: string) => fake.mutates(service as never).filter((r) => (r.body as { validateOnly?: boolean }).validateOnly !== true);
+
+  before(async () => {
+    await fake.start();
+    fake.seed();
+    const env = googleAdsEnv(fake);
+    svc = await startTestService('gadsapi', { ROLES: 'projectors', ...env });
+    const infra = svc.service.infrastructure;
+    const workspaceId = (await createWorkspace(infra, 'Agency')).value.id;
+    ({ accountId, refreshToken } = await connectFakeAccount(infra, fake, workspaceId, { loginCustomerId: '111-222-3333' }));
+    writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
+    readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (chunk) => (logs += chunk));
+    child.stderr!.on('data', (chunk) => (logs += chunk));
+    await eventually(() => {
+      const url = /listening on (http:\/\/\S+)/.exec(logs)?.[1];
+      if (!url) throw new Error(`service not up yet: ${logs.slice(-500)}`);
+      baseUrl = url;
+    }, 60_000, 100);
+  });
+  after(async () => {
+    child?.kill('SIGTERM');
+    await new Promise((resolve) => (child && child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
+    await svc?.stop();
+    await fake.stop();
+  });
+
+  it('lists the account’s campaigns from Google Ads, removed ones left out', async () => {
+    const campaigns = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(campaigns.status).to.equal(200);
+    expect(campaigns.body.data.map((c: { id: string }) => c.id)).to.deep.equal(['111', '222', '333', '444', '666']);
+    expect(campaigns.body.data[0]).to.deep.include({ id: '111', daily_budget: 50 });
+  });
+
+  it('a waste brief proposes negatives for the wasted search terms, none blocking a converting term, each dry-run first', async () => {
+    const run = await runToEnd('Find wasted spend in my search terms and propose negative keywords');
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const proposed = (await approvals()).filter((a) => a.kind === 'add_negative_keywords');
+    expect(proposed.length).to.be.within(1, 3);
+    const blocked = new Set<string>();
+    for (const action of proposed) {
+      expect(action.status).to.equal('queued');
+      for (const keyword of action.params.keywords as { text: string; match_type: 'exact' | 'phrase' }[]) {
+        expect(CONVERTING_TERMS.filter((t) => negativeBlocks(keyword, t)), `"${keyword.text}" blocks a converting term`).to.deep.equal([]);
+        for (const term of WASTED_TERMS) if (negativeBlocks(keyword, term)) blocked.add(term);
+      }
+    }
+    expect(blocked.size).to.be.greaterThan(3);
+    const dryRuns = fake.mutates('campaignCriteria').filter((r) => (r.body as { validateOnly?: boolean }).validateOnly === true);
+    expect(dryRuns).to.have.length(proposed.length);
+    expect(applied('campaignCriteria')).to.deep.equal([]);
+  });
+
+  it('an approved negative reaches Google Ads as a campaignCriterion create on the right campaign', async () => {
+    const action = (await approvals()).find((a) => a.kind === 'add_negative_keywords' && a.params.campaign_id === '111')!;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === action.id)!.status).to.equal('applied'), 30_000);
+    const [sent] = applied('campaignCriteria');
+    const operations = (sent!.body as { operations: { create: Record<string, unknown> }[]; partialFailure: boolean }).operations;
+    expect((sent!.body as { partialFailure: boolean }).partialFailure).to.equal(true);
+    expect(operations.map((o) => o.create)).to.deep.equal(
+      (action.params.keywords as { text: string; match_type: string }[]).map((k) => ({
+        campaign: 'customers/1234567890/campaigns/111',
+        negative: true,
+        keyword: { text: k.text, matchType: k.match_type.toUpperCase() },
+      })),
+    );
+    expect(customer().negatives.map((n) => n.campaignId)).to.satisfy((ids: string[]) => ids.length > 0 && ids.every((id) => id === '111'));
+  });
+
+  it('an approved target change reaches Google Ads as a campaign update in micros with its updateMask', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/111/target`, writeKey, { target_cpa: 27.5, reason: 'CPA has room' });
+    expect(proposed.status, JSON.stringify(proposed.body)).to.equal(200);
+    expect(proposed.body.disposition).to.equal('queued');
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 30_000);
+    expect(applied('campaigns').map((r) => r.body)).to.deep.equal([
+      {
+        operations: [{ update: { resourceName: 'customers/1234567890/campaigns/111', maximizeConversions: { targetCpaMicros: '27500000' } }, updateMask: 'maximizeConversions.targetCpaMicros' }],
+        partialFailure: true,
+        validateOnly: false,
+      },
+    ]);
+  });
+
+  it('a target Google Ads refuses in validateOnly is blocked with its message and never reaches the approval queue', async () => {
+    fake.maxTargetCpaMicros = 40_000_000;
+    try {
+      const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 45, reason: 'try' });
+      expect(proposed.status).to.equal(200);
+      expect(proposed.body).to.deep.include({ disposition: 'blocked', risk_tier: 'blocked' });
+      expect(proposed.body.policy_reasons.join(' ')).to.include('Google Ads: Too high. (rangeError.TOO_HIGH)');
+      const queued = (await request('GET', `/api/v1/accounts/${accountId}/approvals?status=queued&limit=100`, readKey)).body.data as { id: string }[];
+      expect(queued.map((a) => a.id)).not.to.include(proposed.body.id);
+      expect(applied('campaigns').filter((r) => JSON.stringify(r.body).includes('campaigns/666'))).to.deep.equal([]);
+    } finally {
+      fake.maxTargetCpaMicros = null;
+    }
+  });
+
+  it('a target changed in Google Ads after the proposal sends the approved action back to the queue, naming the new value', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 28, reason: 'tighten' });
+    expect(proposed.body.disposition).to.equal('queued');
+    // Someone raises the target in the Google Ads web UI meanwhile.
+    customer().campaigns.get('666')!.targetCpa = { targetCpaMicros: 35_000_000 };
+    fake.recordOutsideChange('1234567890', {
+      changeResourceType: 'CAMPAIGN',
+      changeResourceName: 'customers/1234567890/campaigns/666',
+      clientType: 'GOOGLE_ADS_WEB_CLIENT',
+      userEmail: 'marketer@example.com',
+      resourceChangeOperation: 'UPDATE',
+      changedFields: 'target_cpa.target_cpa_micros',
+      oldResource: { campaign: { targetCpa: { targetCpaMicros: '30000000' } } },
+      newResource: { campaign: { targetCpa: { targetCpaMicros: '35000000' } } },
+      campaign: 'customers/1234567890/campaigns/666',
+    });
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.include('now 35');
+    expect(customer().campaigns.get('666')!.targetCpa!.targetCpaMicros).to.equal(35_000_000);
+  });
+
+  it('imports the changes Google Ads reports (change_event) into the account history, each once', async () => {
+    const observed = async () =>
+      ((await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; data: any }[]).filter((e) => e.type === 'PlatformChangeObserved');
+    let changes: { type: string; data: any }[] = [];
+    await eventually(async () => {
+      changes = await observed();
+      expect(changes.map((e) => e.data.client_type)).to.include('GOOGLE_ADS_WEB_CLIENT');
+    }, 30_000);
+    const outside = changes.find((e) => e.data.client_type === 'GOOGLE_ADS_WEB_CLIENT')!;
+    expect(outside.data).to.deep.include({
+      resource_type: 'CAMPAIGN',
+      resource_name: 'customers/1234567890/campaigns/666',
+      operation: 'UPDATE',
+      user_email: 'marketer@example.com',
+      campaign_id: '666',
+      changes: [{ field: 'target_cpa.target_cpa_micros', old: '30000000', new: '35000000' }],
+      more_changes: 0,
+    });
+    // The service's own approved change, as Google reports it, is there too.
+    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximize_conversions.target_cpa_micros');
+    const count = changes.length;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const again = await observed();
+    expect(again).to.have.length(count);
+    expect(new Set(again.map((e) => e.data.change_id)).size).to.equal(count);
+  });
+
+  it('waits out a 429 for its retryDelay and refreshes an expired access token', async () => {
+    // Only the campaign listing: the change importer searches in the background too.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '1s' }, 1, (body) => String(body.query).includes('FROM campaign WHERE'));
+    const started = Date.now();
+    expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
+    expect(Date.now() - started).to.be.at.least(1000);
+
+    fake.expireAccessTokens();
+    const exchanges = fake.tokenExchanges;
+    expect((await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey)).status).to.equal(200);
+    expect(fake.tokenExchanges - exchanges).to.equal(1);
+
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    for (const status of ['200', '401', '429']) {
+      expect(metrics).to.match(new RegExp(`google_ads_request_duration_seconds_count\\{method="search",status="${status}"\\} [1-9]`));
+    }
+    expect(metrics).to.match(/google_ads_request_duration_seconds_count\{method="mutate:campaigns",status="200"\} [1-9]/);
+  });
+
+  it('a rate limit longer than the run has left fails the tool call at once with Google’s message, and the run goes on', async () => {
+    // RUN_TIMEOUT_MS is 10 minutes: a 15-minute retryDelay cannot be waited out inside the run.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '900s' }, 1, (body) => String(body.query).includes('FROM search_term_view'));
+    const started = Date.now();
+    const run = await runToEnd('Show me my search terms');
+    expect(Date.now() - started).to.be.below(30_000);
+    expect(run.status).to.equal('succeeded');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?run_id=${run.id}&limit=500`, readKey)).body.data as { type: string; data: any }[];
+    const failed = history.filter((e) => e.type === 'ToolCalled' && e.data.ok === false).map((e) => e.data.output.error);
+    expect(failed).to.include('Google Ads: Too many requests. Retry in 900s. (retry after 900 s)');
+  });
+
+  it('a GoogleAdsFailure reaches the tool result and the problem details with Google’s message and error code', async () => {
+    const refusal = { kind: 'refused', errorCode: { queryError: 'PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE' }, message: 'A metric is not allowed here.' } as const;
+    fake.failNext(/googleAds:search$/, refusal, 1, (body) => String(body.query).includes('FROM campaign WHERE'));
+    const read = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(read.status).to.equal(502);
+    expect(read.body).to.deep.include({
+      detail: 'Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)',
+      platform_errors: [{ error_code: 'queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE', message: 'A metric is not allowed here.' }],
+    });
+    expect(read.body.type).to.match(/platform-request-refused$/);
+
+    fake.failNext(/googleAds:search$/, refusal, 1, (body) => String(body.query).includes('FROM search_term_view'));
+    const run = await runToEnd('Show me my search terms');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?run_id=${run.id}&limit=500`, readKey)).body.data as { type: string; data: any }[];
+    const failed = history.filter((e) => e.type === 'ToolCalled' && e.data.ok === false);
+    expect(failed.map((e) => e.data.output.error)).to.include('Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)');
+  });
+
+  it('a revoked grant fails the run with account_not_connected, and reads with 409 account-not-connected', async () => {
+    fake.revokeRefreshToken(refreshToken);
+    fake.expireAccessTokens();
+    const run = await runToEnd('How did my campaigns do?');
+    expect(run.status).to.equal('failed');
+    expect(run.error.code).to.equal('account_not_connected');
+    expect(run.error.message).to.include('reconnect');
+    const read = await request('GET', `/api/v1/accounts/${accountId}/campaigns`, readKey);
+    expect(read.status).to.equal(409);
+    expect(read.body.type).to.match(/account-not-connected$/);
+  });
+
+  it('the refresh token appears in no event, no API response and no log line', async () => {
+    const { store } = svc.service.infrastructure;
+    let events = '';
+    for (let seq = 1; seq <= (await store.lastSequence()); seq++) {
+      const raw = await store.rawAt(seq);
+      if (raw) events += Buffer.from(raw.data).toString('utf8');
+    }
+    expect(events).to.include('1234567890');
+    expect(logs.length).to.be.greaterThan(1000);
+    for (const [where, text] of [['events', events], ['responses', responses.join('\n')], ['logs', logs]] as const) {
+      expect(text.includes(refreshToken), `refresh token in ${where}`).to.equal(false);
+      expect(text.includes('fake-client-secret'), `client secret in ${where}`).to.equal(false);
+    }
+  });
+});

@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { FAKE_CLIENT_ID, FAKE_CLIENT_SECRET, FAKE_DEVELOPER_TOKEN, FakeGoogleAds } from '../../support/fake-google-ads/fake-google-ads-server.ts';
+
+/** The fake itself: what it answers must be what Google answers, or the adapter tests prove nothing. */
+describe('fake Google Ads REST API (test support)', () => {
+  const fake = new FakeGoogleAds({ managerId: '1112223333' });
+  let token = '';
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${fake.baseUrl}/v26/customers/1234567890/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'developer-token': FAKE_DEVELOPER_TOKEN, 'login-customer-id': '1112223333', 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+
+  before(async () => {
+    await fake.start();
+    fake.seed();
+    const refresh = fake.issueRefreshToken();
+    const response = await fetch(fake.tokenUrl, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: FAKE_CLIENT_ID, client_secret: FAKE_CLIENT_SECRET, refresh_token: refresh }),
+    });
+    token = ((await response.json()) as { access_token: string }).access_token;
+  });
+  after(() => fake.stop());
+
+  it('answers GAQL with camelCase rows of the selected fields only, int64 as strings, enums as names', async () => {
+    const { status, body } = await post('googleAds:search', { query: "SELECT campaign.id, campaign.status, campaign_budget.amount_micros FROM campaign WHERE campaign.id = 111" });
+    expect(status).to.equal(200);
+    expect(body.results).to.deep.equal([{ campaign: { id: '111', status: 'ENABLED' }, campaignBudget: { amountMicros: '50000000' } }]);
+    expect(body.fieldMask).to.equal('campaign.id,campaign.status,campaignBudget.amountMicros');
+  });
+
+  it('refuses an unknown field, and change_event without LIMIT, as a GoogleAdsFailure', async () => {
+    const unknown = await post('googleAds:search', { query: 'SELECT campaign.nope FROM campaign' });
+    expect(unknown.status).to.equal(400);
+    expect(unknown.body.error.status).to.equal('INVALID_ARGUMENT');
+    expect(unknown.body.error.details[0]['@type']).to.equal('type.googleapis.com/google.ads.googleads.v26.errors.GoogleAdsFailure');
+    expect(unknown.body.error.details[0].errors[0].errorCode).to.deep.equal({ queryError: 'UNRECOGNIZED_FIELD' });
+    const noLimit = await post('googleAds:search', { query: "SELECT change_event.client_type FROM change_event WHERE change_event.change_date_time >= '2026-01-01'" });
+    expect(noLimit.body.error.details[0].errors[0].errorCode).to.deep.equal({ queryError: 'LIMIT_CLAUSE_REQUIRED' });
+  });
+
+  it('wants the developer token and the manager’s login-customer-id', async () => {
+    expect((await post('googleAds:search', { query: 'SELECT customer.id FROM customer' }, { 'developer-token': '' })).status).to.equal(401);
+    const denied = await post('googleAds:search', { query: 'SELECT customer.id FROM customer' }, { 'login-customer-id': '9999999999' });
+    expect(denied.status).to.equal(403);
+    expect(denied.body.error.details[0].errors[0].errorCode).to.deep.equal({ authorizationError: 'USER_PERMISSION_DENIED' });
+  });
+
+  it('mutates atomically without partialFailure, per operation with it, and not at all with validateOnly', async () => {
+    const ops = [
+      { update: { resourceName: 'customers/1234567890/campaignBudgets/501', amountMicros: '60000000' }, updateMask: 'amountMicros' },
+      { update: { resourceName: 'customers/1234567890/campaignBudgets/502', amountMicros: '60000001' }, updateMask: 'amountMicros' },
+    ];
+    const atomic = await post('campaignBudgets:mutate', { operations: ops });
+    expect(atomic.status).to.equal(400);
+    expect(atomic.body.error.details[0].errors[0]).to.deep.include({
+      errorCode: { campaignBudgetError: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT' },
+      location: { fieldPathElements: [{ fieldName: 'operations', index: 1 }] },
+    });
+    expect(fake.accounts.get('1234567890')!.budgets.get('501')!.amountMicros).to.equal(50_000_000);
+    expect((await post('campaignBudgets:mutate', { operations: [ops[0]], validateOnly: true })).body).to.deep.equal({});
+    expect(fake.accounts.get('1234567890')!.budgets.get('501')!.amountMicros).to.equal(50_000_000);
+    const partial = await post('campaignBudgets:mutate', { operations: ops, partialFailure: true });
+    expect(partial.status).to.equal(200);
+    expect(partial.body.results).to.deep.equal([{ resourceName: 'customers/1234567890/campaignBudgets/501' }, {}]);
+    expect(partial.body.partialFailureError.details[0].errors).to.have.length(1);
+    expect(fake.accounts.get('1234567890')!.budgets.get('501')!.amountMicros).to.equal(60_000_000);
+  });
+});
