@@ -138,5 +138,7 @@ function configEnv(config: ReturnType<typeof loadConfig>): Record<string, string
     LOG_LEVEL: 'silent',
     WORKSPACE_RUNS_PER_HOUR: '0',
     WORKSPACE_MODEL_TOKENS_PER_DAY: '0',
+    // Every process of a deployment signs with, and believes, the same key; another key's events are untrusted.
+    ...(config.eventSigningKeyFile ? { EVENT_SIGNING_KEY_FILE: config.eventSigningKeyFile } : {}),
   };
 }
