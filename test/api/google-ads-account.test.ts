@@ -164,7 +164,7 @@ describe('a Google Ads account through the HTTP API (service process against the
       clientType: 'GOOGLE_ADS_WEB_CLIENT',
       userEmail: 'marketer@example.com',
       resourceChangeOperation: 'UPDATE',
-      changedFields: 'target_cpa.target_cpa_micros',
+      changedFields: 'targetCpa.targetCpaMicros',
       oldResource: { campaign: { targetCpa: { targetCpaMicros: '30000000' } } },
       newResource: { campaign: { targetCpa: { targetCpaMicros: '35000000' } } },
       campaign: 'customers/1234567890/campaigns/666',
@@ -194,11 +194,11 @@ describe('a Google Ads account through the HTTP API (service process against the
       operation: 'UPDATE',
       user_email: 'marketer@example.com',
       campaign_id: '666',
-      changes: [{ field: 'target_cpa.target_cpa_micros', old: '30000000', new: '35000000' }],
+      changes: [{ field: 'targetCpa.targetCpaMicros', old: '30000000', new: '35000000' }],
       more_changes: 0,
     });
     // The service's own approved change, as Google reports it, is there too.
-    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximize_conversions.target_cpa_micros');
+    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximizeConversions.targetCpaMicros');
     const count = changes.length;
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const again = await observed();
