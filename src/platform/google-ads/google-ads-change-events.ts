@@ -65,3 +65,8 @@ export function observedChangeOf(row: GoogleAdsRow): PlatformChangeObservedData 
 export function oldestChangeTime(now: Date): string {
   return new Date(now.getTime() - CHANGE_EVENT_DAYS * 86_400_000).toISOString().replace('T', ' ').slice(0, 19);
 }
+
+/** "yyyy-MM-dd HH:mm:ss" of `date` plus a day: the range's upper bound, late enough for any account time zone. */
+export function newestChangeTime(now: Date): string {
+  return new Date(now.getTime() + 86_400_000).toISOString().replace('T', ' ').slice(0, 19);
+}

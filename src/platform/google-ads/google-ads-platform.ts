@@ -16,7 +16,7 @@ import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-err
 import { checkRange } from '../sandbox/sandbox-queries.ts';
 import { derivedRates } from '../sandbox/sandbox-metrics.ts';
 import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
-import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime } from './google-ads-change-events.ts';
+import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime, newestChangeTime } from './google-ads-change-events.ts';
 import { changeOperations } from './google-ads-changes.ts';
 import {
   campaignOf,
@@ -197,9 +197,11 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const target = this.target(account);
     const oldest = oldestChangeTime(this.now());
     const from = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/.test(since) && since > oldest ? since : oldest;
+    // Google refuses an open range (CHANGE_DATE_RANGE_INFINITE) and a query without LIMIT.
     const rows = await this.transport.search(
       target,
       `SELECT ${CHANGE_EVENT_QUERY_FIELDS} FROM change_event WHERE change_event.change_date_time >= '${from}' ` +
+        `AND change_event.change_date_time <= '${newestChangeTime(this.now())}' ` +
         `ORDER BY change_event.change_date_time ASC LIMIT ${CHANGE_EVENT_LIMIT}`,
     );
     return rows.map(observedChangeOf);
