@@ -142,6 +142,22 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect((refused as Error).message).to.include('Too many requests. Retry in 30s.');
   });
 
+  it('inside a run, waits a retryDelay longer than the call cap while the run’s own deadline allows', async () => {
+    // The cap outside a run is 5 s here; the run has 2 minutes left, so Google's 60 s is waited out.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '60s' });
+    expect(await withPlatformDeadline(Date.now() + 120_000, () => platform.listCampaigns(account))).to.have.length(5);
+    expect(slept).to.deep.equal([60_000]);
+  });
+
+  it('gives up after 5 rate limits without retryDelay, however much of the run is left', async () => {
+    fake.failNext(/googleAds:search$/, { kind: 'quota' }, 6);
+    const before = fake.requests.length;
+    const refused = await withPlatformDeadline(Date.now() + 3_600_000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { problem: { type: string } });
+    expect((refused as { problem: { type: string } }).problem.type).to.equal('platform-rate-limited');
+    expect(fake.requests.length - before).to.equal(6);
+    expect(slept).to.deep.equal([1000, 2000, 4000, 8000, 16_000]);
+  });
+
   it('adds negatives as campaign criteria, once: applying the same change again sends nothing new', async () => {
     fake.requests.length = 0;
     const change = { kind: 'add_negative_keywords', campaign_id: '111', keywords: [{ text: 'Free', match_type: 'phrase' }, { text: 'jobs', match_type: 'phrase' }] } as const;
