@@ -19,7 +19,8 @@ import { liveDraft } from '../policy/live-draft.ts';
 import { bandedChange, PolicyContextReader } from '../policy/policy-context.ts';
 import { ReadBarrier } from '../runtime/read-barrier.ts';
 import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
-import { recheckAction } from './apply-recheck.ts';
+import { recheckAction, type Recheck } from './apply-recheck.ts';
+import { platformTrouble } from './platform-trouble.ts';
 import { ACK, later, PullLoop, type ParkedMessage } from './pull-loop.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
@@ -161,13 +162,23 @@ export class ApplyWorker {
     const accountState = (await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId))).state;
     const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed, googleAds: accountState.googleAds };
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
-    const recheck = await recheckAction(this.options.platform, account, action);
-    if (!recheck.ok) return returnToQueue(recheck.reason);
-    if (action.autoApplied) {
-      const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
-      if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
-      if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
+    let recheck: Recheck;
+    try {
+      recheck = await recheckAction(this.options.platform, account, action);
+      if (recheck.ok && action.autoApplied) {
+        const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
+        if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
+        if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
+      }
+    } catch (error) {
+      // Nothing was changed yet: a lost grant returns the action, an outage or rate limit defers it.
+      const trouble = platformTrouble(error);
+      if (!trouble) throw error;
+      if (trouble.kind === 'return') return returnToQueue(trouble.reason);
+      this.options.logger.warn({ action_id: actionId, retry_in_ms: trouble.delayMs, err: (error as Error).message }, 'platform unavailable for the re-check; the action comes back later');
+      return trouble.delayMs;
     }
+    if (!recheck.ok) return returnToQueue(recheck.reason);
 
     const claimId = uuidv4();
     const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };

@@ -62,7 +62,10 @@ describe('a Google Ads account through the HTTP API (service process against the
     writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
     readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300' },
+      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300',
+        // Two failed handlings park a message: a platform error thrown to the pull loop shows at once.
+        WORKER_MAX_DELIVERIES: '2',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk) => (logs += chunk));
@@ -253,6 +256,34 @@ describe('a Google Ads account through the HTTP API (service process against the
     const history = (await request('GET', `/api/v1/accounts/${accountId}/history?run_id=${run.id}&limit=500`, readKey)).body.data as { type: string; data: any }[];
     const failed = history.filter((e) => e.type === 'ToolCalled' && e.data.ok === false);
     expect(failed.map((e) => e.data.output.error)).to.include('Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)');
+  });
+
+  it('Google Ads down during the apply-time re-check defers the approved action until it is back, never parking it', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/222/target`, writeKey, { target_roas_pct: 420, reason: 'room' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    // Two re-checks' worth of 503s (each call retries 4 times): without the deferral the message would be parked.
+    fake.failNext(/googleAds:search$/, { kind: 'server', status: 503 }, 10, (body) => String(body.query).includes("FROM campaign WHERE campaign.status != 'REMOVED'"));
+    const parkedBefore = (logs.match(/parked a poison message/g) ?? []).length;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 60_000, 250);
+    expect(customer().campaigns.get('222')!.maximizeConversionValue!.targetRoas).to.equal(4.2);
+    expect((logs.match(/the action comes back later/g) ?? []).length).to.equal(2);
+    expect((logs.match(/parked a poison message/g) ?? []).length).to.equal(parkedBefore);
+  });
+
+  it('a grant revoked before the apply-time re-check returns the approved action to the queue, saying to reconnect', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 34, reason: 'tighten' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    fake.revokeRefreshToken(refreshToken);
+    fake.expireAccessTokens();
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.include('the account is not connected');
+    expect(action.status_reason).to.include('reconnect');
   });
 
   it('a revoked grant fails the run with account_not_connected, and reads with 409 account-not-connected', async () => {
