@@ -258,6 +258,68 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(failed.map((e) => e.data.output.error)).to.include('Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)');
   });
 
+  it('a change Google Ads refuses at apply time fails once, with Google’s message and code, and goes back to the queue', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 33, reason: 'tighten' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    const refusal = { kind: 'refused', errorCode: { biddingError: 'BIDDING_STRATEGY_NOT_SUPPORTED' }, message: 'The bidding strategy is not supported.' } as const;
+    fake.failNext(/campaigns:mutate$/, refusal, 1, (body) => body.validateOnly !== true);
+    const before = applied('campaigns').length;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.equal('the platform refused the change: Google Ads: The bidding strategy is not supported. (biddingError.BIDDING_STRATEGY_NOT_SUPPORTED)');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; aggregate_id?: string; data: any }[];
+    const failures = history.filter((e) => e.type === 'ActionApplyFailed' && JSON.stringify(e).includes(proposed.body.id));
+    expect(failures.map((e) => e.data.will_retry)).to.deep.equal([false]);
+    expect(applied('campaigns')).to.have.length(before + 1);
+  });
+
+  it('a pause Google Ads applies in part shows as applied, naming the keyword it refused and Google’s reason', async () => {
+    // Two keywords that spend and never convert, for the agent to propose pausing.
+    const account = customer();
+    for (const [criterionId, text, term] of [['11113', 'cheap boots', 'cheap boots online'], ['11114', 'boots outlet', 'boots outlet store']] as const) {
+      account.keywords.set(criterionId, { criterionId, adGroupId: '1111', text, matchType: 'BROAD', status: 'ENABLED' });
+      for (let back = 1; back <= 30; back++) {
+        const date = new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
+        account.searchTerms.push({ date, searchTerm: term, adGroupId: '1111', criterionId, impressions: 40, clicks: 4, costMicros: 6_000_000, conversions: 0, conversionsValue: 0 });
+      }
+    }
+    const run = await runToEnd('Pause my poorly performing keywords');
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const action = (await approvals()).find((a) => a.kind === 'pause_keywords' && a.run_id === run.id);
+    expect(action, JSON.stringify(await approvals())).to.not.equal(undefined);
+    expect(action.status).to.equal('queued');
+    expect([...action.params.keyword_ids].sort()).to.deep.equal(['1111-11113', '1111-11114']);
+    fake.refusedResources.set('customers/1234567890/adGroupCriteria/1111~11114', {
+      errorCode: { adGroupCriterionError: 'CANNOT_MODIFY_CRITERION' },
+      message: 'The ad group criterion cannot be changed.',
+    });
+    try {
+      expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
+      let shown: any;
+      await eventually(async () => {
+        shown = (await approvals()).find((a) => a.id === action.id);
+        expect(shown.status).to.equal('applied');
+      }, 30_000);
+      expect(shown.status_reason).to.equal(
+        'applied keyword 1111-11113; refused keyword 1111-11114: The ad group criterion cannot be changed. (adGroupCriterionError.CANNOT_MODIFY_CRITERION)',
+      );
+      expect(account.keywords.get('11113')!.status).to.equal('PAUSED');
+      expect(account.keywords.get('11114')!.status).to.equal('ENABLED');
+      const history = (await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; data: any }[];
+      const appliedEvent = history.find((e) => e.type === 'ActionApplied' && JSON.stringify(e).includes(action.id))!;
+      expect(appliedEvent.data.applied_operations).to.deep.equal([{ subject: 'keyword 1111-11113', resource_name: 'customers/1234567890/adGroupCriteria/1111~11113' }]);
+      expect(appliedEvent.data.partial_failures).to.deep.equal([
+        { subject: 'keyword 1111-11114', error_code: 'adGroupCriterionError.CANNOT_MODIFY_CRITERION', message: 'The ad group criterion cannot be changed.' },
+      ]);
+    } finally {
+      fake.refusedResources.clear();
+    }
+  });
+
   it('Google Ads down during the apply-time re-check defers the approved action until it is back, never parking it', async () => {
     const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/222/target`, writeKey, { target_roas_pct: 420, reason: 'room' });
     expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');

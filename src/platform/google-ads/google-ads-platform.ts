@@ -32,7 +32,7 @@ import {
   type PortfolioRow,
 } from './google-ads-mapping.ts';
 import type { GoogleAdsTarget, GoogleAdsTransport } from './google-ads-transport.ts';
-import { GoogleAdsRequestError } from './google-ads-errors.ts';
+import { GoogleAdsRequestError, platformText } from './google-ads-errors.ts';
 
 /** Ids the adapter puts into GAQL: digits only, so no string from the model reaches a query. */
 const NUMERIC_ID = /^[0-9]{1,19}$/;
@@ -231,7 +231,12 @@ export class GoogleAdsPlatform implements AdsPlatform {
       throw new GoogleAdsRequestError(400, answer.partialFailure.errors, answer.partialFailure.requestId);
     }
     const failed = new Set(failures.map((f) => f.subject));
-    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))] };
+    // Under partialFailure a refused operation's result is empty: only applied ones name a resource.
+    const operations = planned.subjects.flatMap((subject, index) => {
+      const resourceName = answer.results[index]?.resourceName;
+      return !failed.has(subject) && typeof resourceName === 'string' && resourceName !== '' ? [{ subject, resource_name: platformText(resourceName).slice(0, 300) }] : [];
+    });
+    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))], operations };
   }
 
   private target(account: PlatformAccountRef): GoogleAdsTarget {

@@ -234,6 +234,7 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
   it('applies with partialFailure and reports each refused operation by keyword', async () => {
     const outcome = (await platform.applyChange(account, { kind: 'pause_keywords', keyword_ids: ['1111-11112', '1111-99999'] })) as ChangeOutcome;
     expect(outcome.applied).to.deep.equal(['keyword 1111-11112']);
+    expect(outcome.operations).to.deep.equal([{ subject: 'keyword 1111-11112', resource_name: 'customers/1234567890/adGroupCriteria/1111~11112' }]);
     expect(outcome.failures).to.deep.equal([{ subject: 'keyword 1111-99999', error_code: 'mutateError.RESOURCE_NOT_FOUND', message: 'The ad group criterion was not found.' }]);
     const keywords = await platform.listKeywords(account, range(), '111');
     expect(keywords.find((k) => k.id === '1111-11112')!.status).to.equal('paused');

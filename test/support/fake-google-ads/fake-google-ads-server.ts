@@ -58,6 +58,8 @@ export class FakeGoogleAds {
   tokenExchanges = 0;
   /** Above this a target CPA is refused (rangeError TOO_HIGH), in micros. */
   maxTargetCpaMicros: number | null = null;
+  /** Update operations on these resource names are refused (as an operation error, so partialFailure applies the rest). */
+  readonly refusedResources = new Map<string, { errorCode: Record<string, string>; message: string }>();
   /** Extra latency of every API answer, in ms (benchmarks). */
   latencyMs = 0;
   readonly version: string;

@@ -51,6 +51,8 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
   const create = op.create as Record<string, unknown> | undefined;
   const update = op.update as Record<string, unknown> | undefined;
   const mask = typeof op.updateMask === 'string' ? op.updateMask.split(',').map((s) => s.trim()) : [];
+  const scripted = fake.refusedResources.get(String(update?.resourceName ?? ''));
+  if (scripted) return { ok: false, ...scripted };
   switch (service) {
     case 'campaignCriteria': {
       if (!create) return { ok: false, errorCode: { requestError: 'UNKNOWN' }, message: 'Only create operations are supported by this fake.' };
