@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import type { AdsPlatform, ChangeOutcome, PlatformAccountRef } from '../../../src/platform/ads-platform.ts';
 import { createPlatform } from '../../../src/platform/create-platform.ts';
 import { withPlatformDeadline } from '../../../src/platform/platform-deadline.ts';
@@ -238,6 +239,22 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect(outcome.failures).to.deep.equal([{ subject: 'keyword 1111-99999', error_code: 'mutateError.RESOURCE_NOT_FOUND', message: 'The ad group criterion was not found.' }]);
     const keywords = await platform.listKeywords(account, range(), '111');
     expect(keywords.find((k) => k.id === '1111-11112')!.status).to.equal('paused');
+  });
+
+  it('a stored grant the service cannot read (another CREDENTIALS_KEY, or none) fails as account-not-connected, never quoting a key', async () => {
+    const otherKey = randomBytes(32);
+    const keys = [svc.config.credentialsKey!.toString('base64'), otherKey.toString('base64')];
+    for (const credentialsKey of [otherKey, undefined]) {
+      const unreadable = createPlatform(svc.service.infrastructure.database.db, { ...svc.config, credentialsKey }, { googleAds: { maxWaitMs: 1000 } });
+      const refused = await unreadable.listCampaigns(account).then(
+        () => null,
+        (e: unknown) => e as Error & { problem: { type: string; status: number; detail: string } },
+      );
+      expect(refused?.problem).to.deep.include({ type: 'account-not-connected', status: 409 });
+      expect(refused!.problem.detail).to.include(credentialsKey ? 'not the key it was stored with' : 'CREDENTIALS_KEY is not set');
+      expect(refused!.problem.detail).to.include('adsagent account reconnect');
+      for (const key of keys) expect(`${refused!.message} ${refused!.problem.detail}`).not.to.include(key);
+    }
   });
 
   it('a revoked grant fails as account-not-connected, telling how to reconnect', async () => {
