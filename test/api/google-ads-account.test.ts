@@ -5,7 +5,7 @@ import { negativeBlocks } from '../../src/platform/keyword-match.ts';
 import { serviceEnv } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { CONVERTING_TERMS, WASTED_TERMS } from '../support/fake-google-ads/fake-account.ts';
-import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
+import { FAKE_CLIENT_SECRET, FAKE_DEVELOPER_TOKEN, FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
 import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 
@@ -360,7 +360,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(read.body.type).to.match(/account-not-connected$/);
   });
 
-  it('the refresh token appears in no event, no API response and no log line', async () => {
+  it('no secret (refresh token, access tokens, client secret, developer token) appears in any event, API response or log line', async () => {
     const { store } = svc.service.infrastructure;
     let events = '';
     for (let seq = 1; seq <= (await store.lastSequence()); seq++) {
@@ -369,9 +369,16 @@ describe('a Google Ads account through the HTTP API (service process against the
     }
     expect(events).to.include('1234567890');
     expect(logs.length).to.be.greaterThan(1000);
+    // Several were issued: the first, one after the forced expiry, and more as the service ran.
+    expect(fake.issuedAccessTokens.length).to.be.at.least(2);
+    const secrets: [string, string][] = [
+      ['refresh token', refreshToken],
+      ['client secret', FAKE_CLIENT_SECRET],
+      ['developer token', FAKE_DEVELOPER_TOKEN],
+      ...fake.issuedAccessTokens.map((token, i): [string, string] => [`access token #${i + 1}`, token]),
+    ];
     for (const [where, text] of [['events', events], ['responses', responses.join('\n')], ['logs', logs]] as const) {
-      expect(text.includes(refreshToken), `refresh token in ${where}`).to.equal(false);
-      expect(text.includes('fake-client-secret'), `client secret in ${where}`).to.equal(false);
+      for (const [name, secret] of secrets) expect(text.includes(secret), `${name} in ${where}`).to.equal(false);
     }
   });
 });

@@ -53,6 +53,8 @@ export class FakeGoogleAds {
   readonly validRefreshTokens = new Set<string>();
   /** Access token -> refresh token it came from and when it expires. */
   private readonly accessTokens = new Map<string, { refreshToken: string; expiresAt: number }>();
+  /** Every access token the token endpoint ever issued, revoked and expired ones included (secret-leak checks). */
+  readonly issuedAccessTokens: string[] = [];
   private readonly failures: { match: RegExp; failure: ScriptedFailure; when?: (body: Record<string, unknown>) => boolean }[] = [];
   private server: Server | undefined;
   tokenExchanges = 0;
@@ -187,6 +189,7 @@ export class FakeGoogleAds {
     const lifetime = this.options.accessTokenLifetimeSeconds ?? 3599;
     const access = `ya29.fake-${randomBytes(16).toString('hex')}`;
     this.accessTokens.set(access, { refreshToken, expiresAt: Date.now() + lifetime * 1000 });
+    this.issuedAccessTokens.push(access);
     return [200, { access_token: access, expires_in: lifetime, scope: 'https://www.googleapis.com/auth/adwords', token_type: 'Bearer' }];
   }
 
