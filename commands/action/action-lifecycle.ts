@@ -1,5 +1,5 @@
 import { ProblemError } from '../../src/errors/problem-error.ts';
-import type { PartialFailure } from '../../src/events/catalogue/index.ts';
+import type { AppliedOperation, PartialFailure } from '../../src/events/catalogue/index.ts';
 import { newEvent, type CommandMeta, type EventAddress } from '../shared/new-event.ts';
 import { AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
 
@@ -154,8 +154,9 @@ export function decideHeartbeatApply(command: HeartbeatApply, state: ActionState
 }
 
 export type ApplyResult =
-  | { readonly kind: 'applied'; readonly partialFailures?: readonly PartialFailure[] }
-  | { readonly kind: 'failed'; readonly error: string; readonly willRetry: boolean }
+  | { readonly kind: 'applied'; readonly partialFailures?: readonly PartialFailure[]; readonly appliedOperations?: readonly AppliedOperation[] }
+  /** `refused`: the platform definitely refused the change (no retry can change its mind). */
+  | { readonly kind: 'failed'; readonly error: string; readonly willRetry: boolean; readonly refused?: boolean }
   | { readonly kind: 'returned'; readonly reason: string };
 
 export interface FinishApply extends OnAction {
@@ -188,7 +189,12 @@ export function decideFinishApply(command: FinishApply, state: ActionState) {
     return [
       newEvent(
         'ActionApplied',
-        { worker_id: command.workerId, attempt, ...(result.partialFailures?.length ? { partial_failures: result.partialFailures.slice(0, 100) } : {}) },
+        {
+          worker_id: command.workerId,
+          attempt,
+          ...(result.partialFailures?.length ? { partial_failures: result.partialFailures.slice(0, 100) } : {}),
+          ...(result.appliedOperations?.length ? { applied_operations: result.appliedOperations.slice(0, 100) } : {}),
+        },
         address(command),
         command.meta,
       ),
@@ -201,5 +207,6 @@ export function decideFinishApply(command: FinishApply, state: ActionState) {
     command.meta,
   );
   if (result.willRetry) return [failed];
-  return [failed, newEvent('ActionReturnedToQueue', { reason: `the platform kept failing: ${result.error}` }, address(command), command.meta)];
+  const reason = result.refused ? `the platform refused the change: ${result.error}` : `the platform kept failing: ${result.error}`;
+  return [failed, newEvent('ActionReturnedToQueue', { reason }, address(command), command.meta)];
 }

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import type { DomainEvent } from '../../src/events/catalogue/index.ts';
+import type { ActionAppliedData, DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import type { Projection } from '../runtime/projection.ts';
 
@@ -81,11 +81,8 @@ export const approvalsProjection: Projection = {
         case 'ActionApplyStarted':
           await update('applying', null, { apply_attempts: event.data.attempt });
           break;
-        case 'ActionApplied': {
-          const failures = event.data.partial_failures ?? [];
-          await update('applied', failures.length > 0 ? `applied except ${failures.map((f) => `${f.subject}: ${f.message} (${f.error_code})`).join('; ')}`.slice(0, 4000) : null);
-          break;
-        }
+        case 'ActionApplied':
+          await update('applied', appliedReason(event.data));
           break;
         case 'ActionApplyFailed':
           await update('applying', `attempt ${event.data.attempt} failed: ${event.data.error}`);
@@ -99,3 +96,16 @@ export const approvalsProjection: Projection = {
     }
   },
 };
+
+/**
+ * A partly applied change says which parts went live and which the platform refused, each
+ * refusal with the platform's message and code; a change applied whole needs no reason.
+ */
+function appliedReason(data: ActionAppliedData): string | null {
+  const failures = data.partial_failures ?? [];
+  if (failures.length === 0) return null;
+  const applied = (data.applied_operations ?? []).map((o) => o.subject);
+  const refused = failures.map((f) => `${f.subject}: ${f.message} (${f.error_code})`).join('; ');
+  // Events recorded before applied_operations existed name only the refusals.
+  return (applied.length > 0 ? `applied ${applied.join(', ')}; refused ${refused}` : `applied except ${refused}`).slice(0, 4000);
+}

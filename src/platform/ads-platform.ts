@@ -153,5 +153,7 @@ export interface AdsPlatform {
 /** What an applied change did, part by part: refused operations are listed per keyword (or field). */
 export interface ChangeOutcome {
   readonly applied: readonly string[];
+  /** Each operation the platform applied, with the resource name it answered (Google Ads mutate results). */
+  readonly operations?: readonly { readonly subject: string; readonly resource_name: string }[];
   readonly failures: readonly { readonly subject: string; readonly error_code: string; readonly message: string }[];
 }

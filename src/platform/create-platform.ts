@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import { loadConfig, type Config } from '../config/config.ts';
 import type { Database } from '../db/schema.ts';
 import type { AdsPlatform, PlatformAccountRef, PlatformChange } from './ads-platform.ts';
-import { CredentialStore } from './credentials/credential-store.ts';
+import { CredentialDecryptError } from './credentials/credential-cipher.ts';
+import { CredentialsKeyMissingError, CredentialStore } from './credentials/credential-store.ts';
 import { AccessTokenCache } from './google-ads/access-token-cache.ts';
 import { GoogleAdsNotConnectedError } from './google-ads/google-ads-errors.ts';
 import { GoogleAdsPlatform } from './google-ads/google-ads-platform.ts';
@@ -24,7 +25,7 @@ export function createPlatform(
   const sandbox = new SandboxPlatform(db);
   const credentials = new CredentialStore(db, config.credentialsKey);
   const tokens = new AccessTokenCache(async (accountId) => {
-    const refreshToken = await credentials.get(accountId);
+    const refreshToken = await readRefreshToken(credentials, accountId);
     if (refreshToken === null) throw new GoogleAdsNotConnectedError(accountId, 'no refresh token is stored for it');
     try {
       return await exchangeRefreshToken(config.googleAds, refreshToken);
@@ -35,6 +36,22 @@ export function createPlatform(
   });
   const googleAds = new GoogleAdsPlatform(new GoogleAdsTransport(config.googleAds, tokens, options.googleAds));
   return new PlatformRouter(sandbox, googleAds);
+}
+
+/**
+ * The stored refresh token; one the service cannot read is an account that is not connected
+ * (a user can act on that), never a 500. The reason names the cause, never the key.
+ */
+async function readRefreshToken(credentials: CredentialStore, accountId: string): Promise<string | null> {
+  try {
+    return await credentials.get(accountId);
+  } catch (error) {
+    if (error instanceof CredentialsKeyMissingError) throw new GoogleAdsNotConnectedError(accountId, 'CREDENTIALS_KEY is not set', 'credential-unreadable');
+    if (error instanceof CredentialDecryptError) {
+      throw new GoogleAdsNotConnectedError(accountId, 'CREDENTIALS_KEY is not the key it was stored with, or the stored row was altered', 'credential-unreadable');
+    }
+    throw error;
+  }
 }
 
 class PlatformRouter implements AdsPlatform {

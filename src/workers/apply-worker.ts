@@ -9,7 +9,8 @@ import {
   type HeartbeatApply,
 } from '../../commands/action/action-lifecycle.ts';
 import { READY_TO_APPLY, type ActionState } from '../../commands/action/action-state.ts';
-import type { DomainEvent, PartialFailure } from '../events/catalogue/index.ts';
+import { isProblemError, type ProblemError } from '../errors/problem-error.ts';
+import type { AppliedOperation, DomainEvent, PartialFailure } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
@@ -19,7 +20,8 @@ import { liveDraft } from '../policy/live-draft.ts';
 import { bandedChange, PolicyContextReader } from '../policy/policy-context.ts';
 import { ReadBarrier } from '../runtime/read-barrier.ts';
 import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
-import { recheckAction } from './apply-recheck.ts';
+import { recheckAction, type Recheck } from './apply-recheck.ts';
+import { platformTrouble } from './platform-trouble.ts';
 import { ACK, later, PullLoop, type ParkedMessage } from './pull-loop.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
@@ -161,13 +163,23 @@ export class ApplyWorker {
     const accountState = (await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId))).state;
     const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed, googleAds: accountState.googleAds };
     if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
-    const recheck = await recheckAction(this.options.platform, account, action);
-    if (!recheck.ok) return returnToQueue(recheck.reason);
-    if (action.autoApplied) {
-      const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
-      if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
-      if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
+    let recheck: Recheck;
+    try {
+      recheck = await recheckAction(this.options.platform, account, action);
+      if (recheck.ok && action.autoApplied) {
+        const verdict = await this.reclassify(workspaceId, accountId, account, actionId, action);
+        if (verdict.kind === 'wait') return READ_MODEL_RETRY_MS;
+        if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
+      }
+    } catch (error) {
+      // Nothing was changed yet: a lost grant returns the action, an outage or rate limit defers it.
+      const trouble = platformTrouble(error);
+      if (!trouble) throw error;
+      if (trouble.kind === 'return') return returnToQueue(trouble.reason);
+      this.options.logger.warn({ action_id: actionId, retry_in_ms: trouble.delayMs, err: (error as Error).message }, 'platform unavailable for the re-check; the action comes back later');
+      return trouble.delayMs;
     }
+    if (!recheck.ok) return returnToQueue(recheck.reason);
 
     const claimId = uuidv4();
     const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
@@ -194,20 +206,31 @@ export class ApplyWorker {
 
     const heartbeat = this.heartbeat(message, { ...onAction, claimId, leaseMs });
     let partialFailures: PartialFailure[] = [];
+    let appliedOperations: AppliedOperation[] = [];
     try {
       const outcome = await this.options.platform.applyChange(account, recheck.change);
       partialFailures = (outcome?.failures ?? []).map((f) => ({ subject: f.subject.slice(0, 300), error_code: f.error_code.slice(0, 200), message: f.message.slice(0, 1000) }));
+      appliedOperations = (outcome?.operations ?? []).map((o) => ({ subject: o.subject.slice(0, 300), resource_name: o.resource_name.slice(0, 300) }));
     } catch (error) {
       heartbeat.stop();
-      const detail = error instanceof Error ? error.message : String(error);
-      const willRetry = attempt < MAX_APPLY_ATTEMPTS;
-      if (!(await finish({ kind: 'failed', error: detail, willRetry }))) return null;
+      const trouble = platformTrouble(error);
+      if (trouble?.kind === 'return') {
+        // The grant went away between the re-check and the change: no retry can help until a person reconnects.
+        if (!(await finish({ kind: 'returned', reason: trouble.reason }))) return null;
+        this.options.onApplyResult?.('returned');
+        return null;
+      }
+      // A definite refusal (a 4xx GoogleAdsFailure) is Google's final word on this change: retrying sends the same request.
+      const refused = isProblemError(error) && error.problem.type === 'platform-request-refused';
+      const detail = refused ? refusalText(error) : error instanceof Error ? error.message : String(error);
+      const willRetry = !refused && attempt < MAX_APPLY_ATTEMPTS;
+      if (!(await finish({ kind: 'failed', error: detail, willRetry, refused }))) return null;
       this.options.logger.warn({ action_id: actionId, attempt, err: detail, will_retry: willRetry }, 'platform call failed');
       this.options.onApplyResult?.(willRetry ? 'failed' : 'returned');
       return willRetry ? (this.options.retryBaseMs ?? 1000) * 2 ** (attempt - 1) : null;
     }
     heartbeat.stop();
-    if (!(await finish({ kind: 'applied', partialFailures }))) return null;
+    if (!(await finish({ kind: 'applied', partialFailures, appliedOperations }))) return null;
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
     this.options.onApplyResult?.('applied');
     return null;
@@ -264,4 +287,11 @@ export class ApplyWorker {
       },
     };
   }
+}
+
+/** Every error of a refusal, as the action's outcome: "Google Ads: <message> (<errorCode>)", then the others. */
+function refusalText(error: ProblemError): string {
+  const errors = (error.problem.extensions?.platform_errors ?? []) as readonly { error_code: string; message: string }[];
+  const rest = errors.slice(1).map((e) => `${e.message} (${e.error_code})`);
+  return [error.problem.detail ?? error.message, ...rest].join('; ').slice(0, 2000);
 }

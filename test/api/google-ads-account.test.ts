@@ -5,7 +5,7 @@ import { negativeBlocks } from '../../src/platform/keyword-match.ts';
 import { serviceEnv } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { CONVERTING_TERMS, WASTED_TERMS } from '../support/fake-google-ads/fake-account.ts';
-import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
+import { FAKE_CLIENT_SECRET, FAKE_DEVELOPER_TOKEN, FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
 import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 
@@ -62,7 +62,10 @@ describe('a Google Ads account through the HTTP API (service process against the
     writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
     readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
     child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300' },
+      env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300',
+        // Two failed handlings park a message: a platform error thrown to the pull loop shows at once.
+        WORKER_MAX_DELIVERIES: '2',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk) => (logs += chunk));
@@ -164,7 +167,7 @@ describe('a Google Ads account through the HTTP API (service process against the
       clientType: 'GOOGLE_ADS_WEB_CLIENT',
       userEmail: 'marketer@example.com',
       resourceChangeOperation: 'UPDATE',
-      changedFields: 'target_cpa.target_cpa_micros',
+      changedFields: 'targetCpa.targetCpaMicros',
       oldResource: { campaign: { targetCpa: { targetCpaMicros: '30000000' } } },
       newResource: { campaign: { targetCpa: { targetCpaMicros: '35000000' } } },
       campaign: 'customers/1234567890/campaigns/666',
@@ -194,11 +197,11 @@ describe('a Google Ads account through the HTTP API (service process against the
       operation: 'UPDATE',
       user_email: 'marketer@example.com',
       campaign_id: '666',
-      changes: [{ field: 'target_cpa.target_cpa_micros', old: '30000000', new: '35000000' }],
+      changes: [{ field: 'targetCpa.targetCpaMicros', old: '30000000', new: '35000000' }],
       more_changes: 0,
     });
     // The service's own approved change, as Google reports it, is there too.
-    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximize_conversions.target_cpa_micros');
+    expect(changes.filter((e) => e.data.client_type === 'GOOGLE_ADS_API').map((e) => e.data.changes[0].field)).to.include('maximizeConversions.targetCpaMicros');
     const count = changes.length;
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const again = await observed();
@@ -255,6 +258,96 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(failed.map((e) => e.data.output.error)).to.include('Google Ads: A metric is not allowed here. (queryError.PROHIBITED_METRIC_IN_SELECT_OR_WHERE_CLAUSE)');
   });
 
+  it('a change Google Ads refuses at apply time fails once, with Google’s message and code, and goes back to the queue', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 33, reason: 'tighten' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    const refusal = { kind: 'refused', errorCode: { biddingError: 'BIDDING_STRATEGY_NOT_SUPPORTED' }, message: 'The bidding strategy is not supported.' } as const;
+    fake.failNext(/campaigns:mutate$/, refusal, 1, (body) => body.validateOnly !== true);
+    const before = applied('campaigns').length;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.equal('the platform refused the change: Google Ads: The bidding strategy is not supported. (biddingError.BIDDING_STRATEGY_NOT_SUPPORTED)');
+    const history = (await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; aggregate_id?: string; data: any }[];
+    const failures = history.filter((e) => e.type === 'ActionApplyFailed' && JSON.stringify(e).includes(proposed.body.id));
+    expect(failures.map((e) => e.data.will_retry)).to.deep.equal([false]);
+    expect(applied('campaigns')).to.have.length(before + 1);
+  });
+
+  it('a pause Google Ads applies in part shows as applied, naming the keyword it refused and Google’s reason', async () => {
+    // Two keywords that spend and never convert, for the agent to propose pausing.
+    const account = customer();
+    for (const [criterionId, text, term] of [['11113', 'cheap boots', 'cheap boots online'], ['11114', 'boots outlet', 'boots outlet store']] as const) {
+      account.keywords.set(criterionId, { criterionId, adGroupId: '1111', text, matchType: 'BROAD', status: 'ENABLED' });
+      for (let back = 1; back <= 30; back++) {
+        const date = new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
+        account.searchTerms.push({ date, searchTerm: term, adGroupId: '1111', criterionId, impressions: 40, clicks: 4, costMicros: 6_000_000, conversions: 0, conversionsValue: 0 });
+      }
+    }
+    const run = await runToEnd('Pause my poorly performing keywords');
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const action = (await approvals()).find((a) => a.kind === 'pause_keywords' && a.run_id === run.id);
+    expect(action, JSON.stringify(await approvals())).to.not.equal(undefined);
+    expect(action.status).to.equal('queued');
+    expect([...action.params.keyword_ids].sort()).to.deep.equal(['1111-11113', '1111-11114']);
+    fake.refusedResources.set('customers/1234567890/adGroupCriteria/1111~11114', {
+      errorCode: { adGroupCriterionError: 'CANNOT_MODIFY_CRITERION' },
+      message: 'The ad group criterion cannot be changed.',
+    });
+    try {
+      expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
+      let shown: any;
+      await eventually(async () => {
+        shown = (await approvals()).find((a) => a.id === action.id);
+        expect(shown.status).to.equal('applied');
+      }, 30_000);
+      expect(shown.status_reason).to.equal(
+        'applied keyword 1111-11113; refused keyword 1111-11114: The ad group criterion cannot be changed. (adGroupCriterionError.CANNOT_MODIFY_CRITERION)',
+      );
+      expect(account.keywords.get('11113')!.status).to.equal('PAUSED');
+      expect(account.keywords.get('11114')!.status).to.equal('ENABLED');
+      const history = (await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; data: any }[];
+      const appliedEvent = history.find((e) => e.type === 'ActionApplied' && JSON.stringify(e).includes(action.id))!;
+      expect(appliedEvent.data.applied_operations).to.deep.equal([{ subject: 'keyword 1111-11113', resource_name: 'customers/1234567890/adGroupCriteria/1111~11113' }]);
+      expect(appliedEvent.data.partial_failures).to.deep.equal([
+        { subject: 'keyword 1111-11114', error_code: 'adGroupCriterionError.CANNOT_MODIFY_CRITERION', message: 'The ad group criterion cannot be changed.' },
+      ]);
+    } finally {
+      fake.refusedResources.clear();
+    }
+  });
+
+  it('Google Ads down during the apply-time re-check defers the approved action until it is back, never parking it', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/222/target`, writeKey, { target_roas_pct: 420, reason: 'room' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    // Two re-checks' worth of 503s (each call retries 4 times): without the deferral the message would be parked.
+    fake.failNext(/googleAds:search$/, { kind: 'server', status: 503 }, 10, (body) => String(body.query).includes("FROM campaign WHERE campaign.status != 'REMOVED'"));
+    const parkedBefore = (logs.match(/parked a poison message/g) ?? []).length;
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 60_000, 250);
+    expect(customer().campaigns.get('222')!.maximizeConversionValue!.targetRoas).to.equal(4.2);
+    expect((logs.match(/the action comes back later/g) ?? []).length).to.equal(2);
+    expect((logs.match(/parked a poison message/g) ?? []).length).to.equal(parkedBefore);
+  });
+
+  it('a grant revoked before the apply-time re-check returns the approved action to the queue, saying to reconnect', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 34, reason: 'tighten' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    fake.revokeRefreshToken(refreshToken);
+    fake.expireAccessTokens();
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
+    let action: any;
+    await eventually(async () => {
+      action = (await approvals()).find((a) => a.id === proposed.body.id);
+      expect(action.status).to.equal('returned');
+    }, 30_000);
+    expect(action.status_reason).to.include('the account is not connected');
+    expect(action.status_reason).to.include('reconnect');
+  });
+
   it('a revoked grant fails the run with account_not_connected, and reads with 409 account-not-connected', async () => {
     fake.revokeRefreshToken(refreshToken);
     fake.expireAccessTokens();
@@ -267,7 +360,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(read.body.type).to.match(/account-not-connected$/);
   });
 
-  it('the refresh token appears in no event, no API response and no log line', async () => {
+  it('no secret (refresh token, access tokens, client secret, developer token) appears in any event, API response or log line', async () => {
     const { store } = svc.service.infrastructure;
     let events = '';
     for (let seq = 1; seq <= (await store.lastSequence()); seq++) {
@@ -276,9 +369,16 @@ describe('a Google Ads account through the HTTP API (service process against the
     }
     expect(events).to.include('1234567890');
     expect(logs.length).to.be.greaterThan(1000);
+    // Several were issued: the first, one after the forced expiry, and more as the service ran.
+    expect(fake.issuedAccessTokens.length).to.be.at.least(2);
+    const secrets: [string, string][] = [
+      ['refresh token', refreshToken],
+      ['client secret', FAKE_CLIENT_SECRET],
+      ['developer token', FAKE_DEVELOPER_TOKEN],
+      ...fake.issuedAccessTokens.map((token, i): [string, string] => [`access token #${i + 1}`, token]),
+    ];
     for (const [where, text] of [['events', events], ['responses', responses.join('\n')], ['logs', logs]] as const) {
-      expect(text.includes(refreshToken), `refresh token in ${where}`).to.equal(false);
-      expect(text.includes('fake-client-secret'), `client secret in ${where}`).to.equal(false);
+      for (const [name, secret] of secrets) expect(text.includes(secret), `${name} in ${where}`).to.equal(false);
     }
   });
 });

@@ -109,6 +109,30 @@ describe('apply claims (decider specs)', () => {
     spec.given([proposed, claimed('k1', 'w1', 1, 30), failed]).when(start('k2', 2)).then([{ type: 'ActionApplyStarted', data: { attempt: 2 } }]);
   });
 
+  it('given a claim, when the platform definitely refused the change, then the failure is final and the action returns saying so', () => {
+    const error = 'Google Ads: Too high. (rangeError.TOO_HIGH)';
+    finishes
+      .given([proposed, claimed('k1', 'w1', 1, 30)])
+      .when(finish('k1', { kind: 'failed', error, willRetry: false, refused: true }))
+      .then([
+        { type: 'ActionApplyFailed', data: { attempt: 1, error, will_retry: false } },
+        { type: 'ActionReturnedToQueue', data: { reason: `the platform refused the change: ${error}` } },
+      ]);
+    finishes
+      .given([proposed, claimed('k1', 'w1', 5, 30)])
+      .when(finish('k1', { kind: 'failed', error: 'HTTP 503', willRetry: false }))
+      .then([{ type: 'ActionApplyFailed' }, { type: 'ActionReturnedToQueue', data: { reason: 'the platform kept failing: HTTP 503' } }]);
+  });
+
+  it('given a claim, when a change applied in part, then ActionApplied records each applied operation and each refusal', () => {
+    const appliedOperations = [{ subject: 'keyword 1-2', resource_name: 'customers/1/adGroupCriteria/1~2' }];
+    const partialFailures = [{ subject: 'keyword 1-3', error_code: 'mutateError.RESOURCE_NOT_FOUND', message: 'gone' }];
+    finishes
+      .given([proposed, claimed('k1', 'w1', 1, 30)])
+      .when(finish('k1', { kind: 'applied', appliedOperations, partialFailures }))
+      .then([{ type: 'ActionApplied', data: { attempt: 1, applied_operations: appliedOperations, partial_failures: partialFailures } }]);
+  });
+
   it('after the action left the apply path, a finish under a claim is refused and a claimless return records nothing', () => {
     const applied = [proposed, claimed('k1', 'w1', 1, 30), recorded('ActionApplied', { worker_id: 'w1', attempt: 1 })];
     finishes.given(applied).when(finish('k1', { kind: 'applied' })).thenThrows(ApplyClaimLostError);

@@ -47,6 +47,14 @@ export interface ActionAppliedData {
   readonly attempt: number;
   /** Parts of the change the platform refused while applying the rest (Google Ads partialFailure); absent when all went through. */
   readonly partial_failures?: readonly PartialFailure[];
+  /** Each operation the platform applied, with the resource name it answered (Google Ads); absent for platforms that name none. */
+  readonly applied_operations?: readonly AppliedOperation[];
+}
+export interface AppliedOperation {
+  /** What the operation was about: `keyword 1111-11112`. */
+  readonly subject: string;
+  /** The platform's name of the changed resource: `customers/1234567890/adGroupCriteria/1111~11112`. */
+  readonly resource_name: string;
 }
 export interface PartialFailure {
   /** What the refused operation was about: `keyword 1111-99999`, `negative "free" (phrase)`. */
@@ -175,7 +183,7 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     version: 1,
     aggregate: 'action',
     description:
-      'The change is live on the advertising platform. partial_failures lists the parts the platform refused while applying the rest (Google Ads partialFailure), each with the platform\'s error code and message.',
+      'The change is live on the advertising platform. applied_operations lists each operation the platform applied with the resource name it answered; partial_failures lists the parts the platform refused while applying the rest (Google Ads partialFailure), each with the platform\'s error code and message.',
     data: object(
       {
         worker_id: str({ minLength: 1 }),
@@ -185,8 +193,13 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
           maxItems: 100,
           items: object({ subject: str({ maxLength: 300 }), error_code: str({ maxLength: 200 }), message: str({ maxLength: 1000 }) }),
         },
+        applied_operations: {
+          type: 'array',
+          maxItems: 100,
+          items: object({ subject: str({ maxLength: 300 }), resource_name: str({ maxLength: 300 }) }),
+        },
       },
-      ['partial_failures'],
+      ['partial_failures', 'applied_operations'],
     ),
   },
   {

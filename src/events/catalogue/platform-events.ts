@@ -3,7 +3,7 @@ import { int, nullable, object, str, type EventDefinition } from './schema-helpe
 
 /** One field a change outside the service set, with its value before and after (as the platform reports them). */
 export interface ObservedFieldChange {
-  /** The platform's field path, e.g. `maximize_conversions.target_cpa_micros`. */
+  /** The platform's field path as the API reports it, e.g. `maximizeConversions.targetCpaMicros`. */
   readonly field: string;
   readonly old: string | number | boolean | null;
   readonly new: string | number | boolean | null;

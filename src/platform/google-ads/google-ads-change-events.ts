@@ -39,7 +39,9 @@ export function observedChangeOf(row: GoogleAdsRow): PlatformChangeObservedData 
   const fields = text(row, 'changeEvent.changedFields')
     .split(',')
     .map((f) => f.trim())
-    .filter((f) => /^[a-z0-9_.]{1,200}$/.test(f));
+    // The REST API names fields in lowerCamelCase ("targetCpa.targetCpaMicros"); snake_case
+    // paths (GAQL spelling) are read too, so either spelling finds its value.
+    .filter((f) => /^[A-Za-z0-9_.]{1,200}$/.test(f));
   const changes: ObservedFieldChange[] = fields.slice(0, MAX_FIELDS).map((field) => {
     const path = snakeToCamel(field);
     return { field, old: scalar(at(resourceOf(oldResource), path)), new: scalar(at(resourceOf(newResource), path)) };
@@ -62,4 +64,9 @@ export function observedChangeOf(row: GoogleAdsRow): PlatformChangeObservedData 
 /** "yyyy-MM-dd HH:mm:ss" of `date` minus CHANGE_EVENT_DAYS (UTC; a day's margin covers any account time zone). */
 export function oldestChangeTime(now: Date): string {
   return new Date(now.getTime() - CHANGE_EVENT_DAYS * 86_400_000).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+/** "yyyy-MM-dd HH:mm:ss" of `date` plus a day: the range's upper bound, late enough for any account time zone. */
+export function newestChangeTime(now: Date): string {
+  return new Date(now.getTime() + 86_400_000).toISOString().replace('T', ' ').slice(0, 19);
 }

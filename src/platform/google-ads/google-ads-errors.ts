@@ -24,14 +24,20 @@ export function platformText(value: unknown): string {
  * Nothing the service can retry: a person has to reconnect the account.
  */
 export class GoogleAdsNotConnectedError extends ProblemError {
-  constructor(accountId: string, reason: string) {
+  /**
+   * @param source `google-refused`: Google refused the grant; `credential-unreadable`: the
+   *   service cannot read the stored grant (CREDENTIALS_KEY missing or not the one it was sealed with).
+   */
+  constructor(accountId: string, reason: string, source: 'google-refused' | 'credential-unreadable' = 'google-refused') {
+    const reconnect = '`adsagent account reconnect ' + accountId + ' --refresh-token-file PATH`';
     super({
       type: 'account-not-connected',
       status: 409,
       title: 'The account has no connected advertising-platform account',
       detail:
-        `Google refused the authorisation of account ${accountId} (${reason}); ` +
-        'reconnect it with `adsagent account reconnect ' + accountId + ' --refresh-token-file PATH`.',
+        source === 'google-refused'
+          ? `Google refused the authorisation of account ${accountId} (${reason}); reconnect it with ${reconnect}.`
+          : `The stored Google Ads grant of account ${accountId} cannot be read (${reason}); start the service with the CREDENTIALS_KEY it was stored with, or reconnect it with ${reconnect}.`,
     });
   }
 }

@@ -16,7 +16,7 @@ import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-err
 import { checkRange } from '../sandbox/sandbox-queries.ts';
 import { derivedRates } from '../sandbox/sandbox-metrics.ts';
 import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
-import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime } from './google-ads-change-events.ts';
+import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime, newestChangeTime } from './google-ads-change-events.ts';
 import { changeOperations } from './google-ads-changes.ts';
 import {
   campaignOf,
@@ -32,7 +32,7 @@ import {
   type PortfolioRow,
 } from './google-ads-mapping.ts';
 import type { GoogleAdsTarget, GoogleAdsTransport } from './google-ads-transport.ts';
-import { GoogleAdsRequestError } from './google-ads-errors.ts';
+import { GoogleAdsRequestError, platformText } from './google-ads-errors.ts';
 
 /** Ids the adapter puts into GAQL: digits only, so no string from the model reaches a query. */
 const NUMERIC_ID = /^[0-9]{1,19}$/;
@@ -197,9 +197,11 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const target = this.target(account);
     const oldest = oldestChangeTime(this.now());
     const from = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$/.test(since) && since > oldest ? since : oldest;
+    // Google refuses an open range (CHANGE_DATE_RANGE_INFINITE) and a query without LIMIT.
     const rows = await this.transport.search(
       target,
       `SELECT ${CHANGE_EVENT_QUERY_FIELDS} FROM change_event WHERE change_event.change_date_time >= '${from}' ` +
+        `AND change_event.change_date_time <= '${newestChangeTime(this.now())}' ` +
         `ORDER BY change_event.change_date_time ASC LIMIT ${CHANGE_EVENT_LIMIT}`,
     );
     return rows.map(observedChangeOf);
@@ -229,7 +231,12 @@ export class GoogleAdsPlatform implements AdsPlatform {
       throw new GoogleAdsRequestError(400, answer.partialFailure.errors, answer.partialFailure.requestId);
     }
     const failed = new Set(failures.map((f) => f.subject));
-    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))] };
+    // Under partialFailure a refused operation's result is empty: only applied ones name a resource.
+    const operations = planned.subjects.flatMap((subject, index) => {
+      const resourceName = answer.results[index]?.resourceName;
+      return !failed.has(subject) && typeof resourceName === 'string' && resourceName !== '' ? [{ subject, resource_name: platformText(resourceName).slice(0, 300) }] : [];
+    });
+    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))], operations };
   }
 
   private target(account: PlatformAccountRef): GoogleAdsTarget {

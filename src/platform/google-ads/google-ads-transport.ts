@@ -23,7 +23,7 @@ export interface MutateAnswer {
 }
 
 export interface TransportOptions {
-  /** Longest a call waits out rate limits and 5xx retries outside a run. Default 30 s. */
+  /** Longest a call waits out rate limits and 5xx retries outside a run (inside one, the run's deadline rules). Default 30 s. */
   readonly maxWaitMs?: number;
   readonly sleep?: (ms: number) => Promise<void>;
   /** Per-request timeout. Default 60 s. */
@@ -33,6 +33,8 @@ export interface TransportOptions {
 }
 
 const MAX_SERVER_RETRIES = 4;
+/** 429s one call waits out; past them it fails even with time left, so a 429 without retryDelay cannot loop until the deadline. */
+const MAX_QUOTA_RETRIES = 5;
 const MAX_PAGES = 50;
 
 /**
@@ -75,10 +77,13 @@ export class GoogleAdsTransport {
 
   private async call(target: GoogleAdsTarget, method: string, body: unknown): Promise<unknown> {
     const url = `${this.config.apiBaseUrl}/${this.config.apiVersion}/customers/${target.customerId}/${method}`;
-    const deadline = Math.min(Date.now() + (this.options.maxWaitMs ?? 30_000), platformDeadline() ?? Infinity);
+    // A run's own deadline bounds its waits (a 60 s retryDelay fits a run with 2 minutes left);
+    // the fixed cap applies only where there is no run: HTTP routes and the apply worker.
+    const deadline = platformDeadline() ?? Date.now() + (this.options.maxWaitMs ?? 30_000);
     let token = await this.tokens.get(target.accountId);
     let refreshed = false;
     let serverFailures = 0;
+    let quotaRefusals = 0;
     const label = method === 'googleAds:search' ? 'search' : `mutate:${method.slice(0, -':mutate'.length)}`;
     for (;;) {
       let response: Response;
@@ -108,9 +113,10 @@ export class GoogleAdsTransport {
         throw new GoogleAdsNotConnectedError(target.accountId, failure.errors[0]?.message || failure.message || `HTTP ${response.status}`);
       }
       if (response.status === 429) {
-        const wait = failure.retryDelayMs ?? 1000 * 2 ** serverFailures;
+        quotaRefusals += 1;
+        const wait = failure.retryDelayMs ?? 1000 * 2 ** (quotaRefusals - 1);
         const message = failure.errors[0]?.message || failure.message || 'rate limited';
-        if (Date.now() + wait > deadline) throw new GoogleAdsQuotaExhaustedError(message, failure.retryDelayMs);
+        if (quotaRefusals > MAX_QUOTA_RETRIES || Date.now() + wait > deadline) throw new GoogleAdsQuotaExhaustedError(message, failure.retryDelayMs);
         await this.sleep(wait);
         continue;
       }

@@ -33,14 +33,31 @@ describe('fake Google Ads REST API (test support)', () => {
     expect(body.fieldMask).to.equal('campaign.id,campaign.status,campaignBudget.amountMicros');
   });
 
-  it('refuses an unknown field, and change_event without LIMIT, as a GoogleAdsFailure', async () => {
+  it('refuses an unknown field as a GoogleAdsFailure', async () => {
     const unknown = await post('googleAds:search', { query: 'SELECT campaign.nope FROM campaign' });
     expect(unknown.status).to.equal(400);
     expect(unknown.body.error.status).to.equal('INVALID_ARGUMENT');
     expect(unknown.body.error.details[0]['@type']).to.equal('type.googleapis.com/google.ads.googleads.v26.errors.GoogleAdsFailure');
     expect(unknown.body.error.details[0].errors[0].errorCode).to.deep.equal({ queryError: 'UNRECOGNIZED_FIELD' });
-    const noLimit = await post('googleAds:search', { query: "SELECT change_event.client_type FROM change_event WHERE change_event.change_date_time >= '2026-01-01'" });
-    expect(noLimit.body.error.details[0].errors[0].errorCode).to.deep.equal({ queryError: 'LIMIT_CLAUSE_REQUIRED' });
+  });
+
+  it('holds change_event queries to Google’s rules: a LIMIT ≤ 10,000 and a bounded range starting within 30 days', async () => {
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().replace('T', ' ').slice(0, 19);
+    const codeOf = async (where: string, limit = ' LIMIT 10') => {
+      const answer = await post('googleAds:search', { query: `SELECT change_event.client_type FROM change_event WHERE ${where}${limit}` });
+      return answer.status === 200 ? 'ok' : answer.body.error.details[0].errors[0].errorCode;
+    };
+    const bounded = `change_event.change_date_time >= '${day(-2)}' AND change_event.change_date_time <= '${day(1)}'`;
+    expect(await codeOf(bounded)).to.equal('ok');
+    expect(await codeOf(bounded, '')).to.deep.equal({ changeEventError: 'LIMIT_NOT_SPECIFIED' });
+    expect(await codeOf(bounded, ' LIMIT 10001')).to.deep.equal({ changeEventError: 'INVALID_LIMIT_CLAUSE' });
+    expect(await codeOf(`change_event.change_date_time >= '${day(-2)}'`)).to.deep.equal({ changeEventError: 'CHANGE_DATE_RANGE_INFINITE' });
+    expect(await codeOf(`change_event.change_date_time >= '${day(-31)}' AND change_event.change_date_time <= '${day(0)}'`)).to.deep.equal({
+      changeEventError: 'START_DATE_TOO_OLD',
+    });
+    expect(await codeOf(`change_event.change_date_time >= '${day(-1)}' AND change_event.change_date_time <= '${day(-2)}'`)).to.deep.equal({
+      changeEventError: 'CHANGE_DATE_RANGE_NEGATIVE',
+    });
   });
 
   it('wants the developer token and the manager’s login-customer-id', async () => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import type { AdsPlatform, ChangeOutcome, PlatformAccountRef } from '../../../src/platform/ads-platform.ts';
 import { createPlatform } from '../../../src/platform/create-platform.ts';
 import { withPlatformDeadline } from '../../../src/platform/platform-deadline.ts';
@@ -142,6 +143,22 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect((refused as Error).message).to.include('Too many requests. Retry in 30s.');
   });
 
+  it('inside a run, waits a retryDelay longer than the call cap while the run’s own deadline allows', async () => {
+    // The cap outside a run is 5 s here; the run has 2 minutes left, so Google's 60 s is waited out.
+    fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '60s' });
+    expect(await withPlatformDeadline(Date.now() + 120_000, () => platform.listCampaigns(account))).to.have.length(5);
+    expect(slept).to.deep.equal([60_000]);
+  });
+
+  it('gives up after 5 rate limits without retryDelay, however much of the run is left', async () => {
+    fake.failNext(/googleAds:search$/, { kind: 'quota' }, 6);
+    const before = fake.requests.length;
+    const refused = await withPlatformDeadline(Date.now() + 3_600_000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { problem: { type: string } });
+    expect((refused as { problem: { type: string } }).problem.type).to.equal('platform-rate-limited');
+    expect(fake.requests.length - before).to.equal(6);
+    expect(slept).to.deep.equal([1000, 2000, 4000, 8000, 16_000]);
+  });
+
   it('adds negatives as campaign criteria, once: applying the same change again sends nothing new', async () => {
     fake.requests.length = 0;
     const change = { kind: 'add_negative_keywords', campaign_id: '111', keywords: [{ text: 'Free', match_type: 'phrase' }, { text: 'jobs', match_type: 'phrase' }] } as const;
@@ -218,9 +235,26 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
   it('applies with partialFailure and reports each refused operation by keyword', async () => {
     const outcome = (await platform.applyChange(account, { kind: 'pause_keywords', keyword_ids: ['1111-11112', '1111-99999'] })) as ChangeOutcome;
     expect(outcome.applied).to.deep.equal(['keyword 1111-11112']);
+    expect(outcome.operations).to.deep.equal([{ subject: 'keyword 1111-11112', resource_name: 'customers/1234567890/adGroupCriteria/1111~11112' }]);
     expect(outcome.failures).to.deep.equal([{ subject: 'keyword 1111-99999', error_code: 'mutateError.RESOURCE_NOT_FOUND', message: 'The ad group criterion was not found.' }]);
     const keywords = await platform.listKeywords(account, range(), '111');
     expect(keywords.find((k) => k.id === '1111-11112')!.status).to.equal('paused');
+  });
+
+  it('a stored grant the service cannot read (another CREDENTIALS_KEY, or none) fails as account-not-connected, never quoting a key', async () => {
+    const otherKey = randomBytes(32);
+    const keys = [svc.config.credentialsKey!.toString('base64'), otherKey.toString('base64')];
+    for (const credentialsKey of [otherKey, undefined]) {
+      const unreadable = createPlatform(svc.service.infrastructure.database.db, { ...svc.config, credentialsKey }, { googleAds: { maxWaitMs: 1000 } });
+      const refused = await unreadable.listCampaigns(account).then(
+        () => null,
+        (e: unknown) => e as Error & { problem: { type: string; status: number; detail: string } },
+      );
+      expect(refused?.problem).to.deep.include({ type: 'account-not-connected', status: 409 });
+      expect(refused!.problem.detail).to.include(credentialsKey ? 'not the key it was stored with' : 'CREDENTIALS_KEY is not set');
+      expect(refused!.problem.detail).to.include('adsagent account reconnect');
+      for (const key of keys) expect(`${refused!.message} ${refused!.problem.detail}`).not.to.include(key);
+    }
   });
 
   it('a revoked grant fails as account-not-connected, telling how to reconnect', async () => {

@@ -30,7 +30,8 @@ export interface RecordedRequest {
 
 /** A failure played instead of the next matching API call. */
 export type ScriptedFailure =
-  | { readonly kind: 'quota'; readonly retryDelay: string }
+  /** A 429 RESOURCE_EXHAUSTED; without retryDelay the quotaErrorDetails carry none (Google does not always say). */
+  | { readonly kind: 'quota'; readonly retryDelay?: string }
   | { readonly kind: 'server'; readonly status: 500 | 502 | 503 }
   | { readonly kind: 'unauthenticated' }
   /** A 400 with a GoogleAdsFailure carrying this code (e.g. { queryError: 'PROHIBITED_...' }) and message. */
@@ -52,11 +53,15 @@ export class FakeGoogleAds {
   readonly validRefreshTokens = new Set<string>();
   /** Access token -> refresh token it came from and when it expires. */
   private readonly accessTokens = new Map<string, { refreshToken: string; expiresAt: number }>();
+  /** Every access token the token endpoint ever issued, revoked and expired ones included (secret-leak checks). */
+  readonly issuedAccessTokens: string[] = [];
   private readonly failures: { match: RegExp; failure: ScriptedFailure; when?: (body: Record<string, unknown>) => boolean }[] = [];
   private server: Server | undefined;
   tokenExchanges = 0;
   /** Above this a target CPA is refused (rangeError TOO_HIGH), in micros. */
   maxTargetCpaMicros: number | null = null;
+  /** Update operations on these resource names are refused (as an operation error, so partialFailure applies the rest). */
+  readonly refusedResources = new Map<string, { errorCode: Record<string, string>; message: string }>();
   /** Extra latency of every API answer, in ms (benchmarks). */
   latencyMs = 0;
   readonly version: string;
@@ -184,6 +189,7 @@ export class FakeGoogleAds {
     const lifetime = this.options.accessTokenLifetimeSeconds ?? 3599;
     const access = `ya29.fake-${randomBytes(16).toString('hex')}`;
     this.accessTokens.set(access, { refreshToken, expiresAt: Date.now() + lifetime * 1000 });
+    this.issuedAccessTokens.push(access);
     return [200, { access_token: access, expires_in: lifetime, scope: 'https://www.googleapis.com/auth/adwords', token_type: 'Bearer' }];
   }
 
@@ -201,8 +207,10 @@ export class FakeGoogleAds {
           rpcError(429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).', v, [
             {
               errorCode: { quotaError: 'RESOURCE_EXHAUSTED' },
-              message: `Too many requests. Retry in ${failure.retryDelay}.`,
-              details: { quotaErrorDetails: { rateScope: 'ACCOUNT', rateName: 'Requests per service per method', retryDelay: failure.retryDelay } },
+              message: failure.retryDelay ? `Too many requests. Retry in ${failure.retryDelay}.` : 'Too many requests.',
+              details: {
+                quotaErrorDetails: { rateScope: 'ACCOUNT', rateName: 'Requests per service per method', ...(failure.retryDelay ? { retryDelay: failure.retryDelay } : {}) },
+              },
             },
           ]),
         ];
@@ -233,7 +241,7 @@ export class FakeGoogleAds {
     const endpoint = match[3]!;
     if (endpoint.startsWith('googleAds:search')) {
       try {
-        const { results, fieldMask } = runQuery(account, String(body.query ?? ''), changeDateTime(this.now()).slice(0, 10));
+        const { results, fieldMask } = runQuery(account, String(body.query ?? ''), changeDateTime(this.now()));
         if (endpoint === 'googleAds:searchStream') return [200, [{ results, fieldMask, requestId: requestId() }]];
         const pageSize = this.options.pageSize ?? 10_000;
         const offset = body.pageToken ? Number(Buffer.from(String(body.pageToken), 'base64url').toString()) : 0;
@@ -242,7 +250,7 @@ export class FakeGoogleAds {
         return [200, { results: page, fieldMask, requestId: requestId(), ...(next ? { nextPageToken: next } : {}) }];
       } catch (error) {
         if (!(error instanceof GaqlError)) throw error;
-        return [400, rpcError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', v, [{ errorCode: { queryError: error.code }, message: error.message }])];
+        return [400, rpcError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', v, [{ errorCode: { [error.family]: error.code }, message: error.message }])];
       }
     }
     const service = endpoint.slice(0, -':mutate'.length) as MutateService;

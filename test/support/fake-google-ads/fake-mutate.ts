@@ -51,6 +51,8 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
   const create = op.create as Record<string, unknown> | undefined;
   const update = op.update as Record<string, unknown> | undefined;
   const mask = typeof op.updateMask === 'string' ? op.updateMask.split(',').map((s) => s.trim()) : [];
+  const scripted = fake.refusedResources.get(String(update?.resourceName ?? ''));
+  if (scripted) return { ok: false, ...scripted };
   switch (service) {
     case 'campaignCriteria': {
       if (!create) return { ok: false, errorCode: { requestError: 'UNKNOWN' }, message: 'Only create operations are supported by this fake.' };
@@ -104,7 +106,7 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
         apply: () => {
           const old = budget.amountMicros;
           budget.amountMicros = micros;
-          account.changeEvents.push(apiChange(fake, account, 'CAMPAIGN_BUDGET', String(update!.resourceName), 'amount_micros', { campaignBudget: { amountMicros: String(old) } }, { campaignBudget: { amountMicros: String(micros) } }, ''));
+          account.changeEvents.push(apiChange(fake, account, 'CAMPAIGN_BUDGET', String(update!.resourceName), 'amountMicros', { campaignBudget: { amountMicros: String(old) } }, { campaignBudget: { amountMicros: String(micros) } }, ''));
           return String(update!.resourceName);
         },
       };
@@ -139,16 +141,12 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
           const target = ((campaign as unknown as Record<string, Record<string, unknown> | undefined>)[group] ??= {});
           const old = target[field];
           target[field] = expected[1] === 'cpa' ? Number(value) : value;
-          account.changeEvents.push(apiChange(fake, account, 'CAMPAIGN', String(update!.resourceName), camelToSnake(mask[0]!), { campaign: { [group]: { [field]: old } } }, { campaign: { [group]: { [field]: value } } }, String(update!.resourceName)));
+          account.changeEvents.push(apiChange(fake, account, 'CAMPAIGN', String(update!.resourceName), mask[0]!, { campaign: { [group]: { [field]: old } } }, { campaign: { [group]: { [field]: value } } }, String(update!.resourceName)));
           return String(update!.resourceName);
         },
       };
     }
   }
-}
-
-function camelToSnake(path: string): string {
-  return path.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
 function apiChange(fake: FakeGoogleAds, account: FakeAccount, type: string, resourceName: string, changedFields: string, oldResource: Record<string, unknown>, newResource: Record<string, unknown>, campaign: string) {

@@ -84,19 +84,16 @@ const RESOURCES: Record<string, { fields: readonly string[]; metrics: boolean }>
   change_event: { fields: CHANGE_EVENT, metrics: false },
 };
 
-export function runQuery(account: FakeAccount, text: string, today: string): { results: Record<string, unknown>[]; fieldMask: string } {
+/** `now` reads "yyyy-MM-dd HH:mm:ss.SSSSSS", as change_event.change_date_time does. */
+export function runQuery(account: FakeAccount, text: string, now: string): { results: Record<string, unknown>[]; fieldMask: string } {
+  const today = now.slice(0, 10);
   const query = parseGaql(text);
   const resource = RESOURCES[query.from];
   if (!resource) throw new GaqlError('INVALID_RESOURCE_NAME', `Error in FROM clause: invalid resource name ${query.from}.`);
   for (const field of [...query.select, ...query.where.map((c) => c.field), ...query.orderBy.map((o) => o.field)]) {
     if (!resource.fields.includes(field)) throw new GaqlError('UNRECOGNIZED_FIELD', `Error in query: unrecognized field in the query: '${field}'.`);
   }
-  if (query.from === 'change_event') {
-    if (query.limit === null) throw new GaqlError('LIMIT_CLAUSE_REQUIRED', 'Error in query: a LIMIT clause is required for change_event.');
-    if (!query.where.some((c) => c.field === 'change_event.change_date_time')) {
-      throw new GaqlError('FILTER_REQUIRED', 'Error in query: change_event requires a filter on change_event.change_date_time.');
-    }
-  }
+  if (query.from === 'change_event') checkChangeEventQuery(query, now);
   const usesMetrics = resource.metrics && [...query.select, ...query.where.map((c) => c.field)].some((f) => f.startsWith('metrics.') || f.startsWith('segments.'));
   let rows = flatRows(account, query.from, usesMetrics);
   const isAfterAggregation = (c: Condition) => c.field.startsWith('metrics.');
@@ -106,6 +103,34 @@ export function runQuery(account: FakeAccount, text: string, today: string): { r
   rows = sortRows(rows, query);
   if (query.limit !== null) rows = rows.slice(0, query.limit);
   return { results: rows.map((row) => toJson(row, query.select)), fieldMask: query.select.map(camelPath).join(',') };
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Google's rules for change_event (ChangeEventError): a LIMIT of at most 10,000, and
+ * change_date_time bounded on both sides, starting no more than 30 days ago, not ending
+ * before it starts.
+ */
+function checkChangeEventQuery(query: ReturnType<typeof parseGaql>, now: string): void {
+  const fail = (code: string, message: string) => new GaqlError(code, message, 'changeEventError');
+  if (query.limit === null) throw fail('LIMIT_NOT_SPECIFIED', 'A LIMIT must be specified for change_event queries.');
+  if (query.limit > 10_000) throw fail('INVALID_LIMIT_CLAUSE', 'The LIMIT of a change_event query must be at most 10000.');
+  let start: string | null = null;
+  let end: string | null = null;
+  for (const c of query.where.filter((w) => w.field === 'change_event.change_date_time')) {
+    if (c.op === '>' || c.op === '>=') start = String(c.value);
+    else if (c.op === '<' || c.op === '<=') end = String(c.value);
+    else if (c.op === 'BETWEEN') [start, end] = [String(c.low), String(c.high)];
+    else if (c.op === 'DURING') [start, end] = [now, now];
+  }
+  if (start === null || end === null) throw fail('CHANGE_DATE_RANGE_INFINITE', 'The change_date_time range must be bounded on both sides.');
+  const startMs = Date.parse(`${start.replace(' ', 'T').slice(0, 23)}Z`);
+  const endMs = Date.parse(`${end.replace(' ', 'T').slice(0, 23)}Z`);
+  const nowMs = Date.parse(`${now.replace(' ', 'T').slice(0, 23)}Z`);
+  if (Number.isNaN(startMs) || Number.isNaN(endMs)) throw new GaqlError('INVALID_VALUE_WITH_OPERATOR', 'Error in query: invalid date.');
+  if (startMs < nowMs - 30 * DAY_MS) throw fail('START_DATE_TOO_OLD', 'The start date must be within the last 30 days.');
+  if (endMs < startMs) throw fail('CHANGE_DATE_RANGE_NEGATIVE', 'The end of the change_date_time range must not be before its start.');
 }
 
 function resourceNames(account: FakeAccount) {

@@ -26,6 +26,8 @@ export class GaqlError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** The GoogleAdsFailure errorCode family the code belongs to. */
+    readonly family: 'queryError' | 'changeEventError' = 'queryError',
   ) {
     super(message);
   }
