@@ -6,6 +6,7 @@ import { createLogger } from '../src/log/logger.ts';
 import { startService, type RunningService } from '../src/runtime/service.ts';
 import { TokenBuckets } from '../src/http/rate-limit/token-buckets.ts';
 import { compare, compareLatency, compareThroughput, figure, note, now, section } from './support/report.ts';
+import { serviceEnv } from '../test/support/cli.ts';
 import { createAccount } from '../src/operator/operator-commands.ts';
 import { waitForProjection } from '../projections/runtime/projector.ts';
 import { httpLoad, inPool, startBenchService } from './support/bench-service.ts';
@@ -126,19 +127,5 @@ export async function run(): Promise<void> {
 
 /** The environment that reproduces `config` (same stream, schema and subject prefix), quotas off. */
 function configEnv(config: ReturnType<typeof loadConfig>): Record<string, string> {
-  return {
-    PORT: '0',
-    HOST: config.host,
-    NATS_URL: config.natsUrl,
-    DATABASE_URL: config.databaseUrl,
-    DATABASE_SCHEMA: config.databaseSchema,
-    EVENT_STREAM: config.eventStream,
-    EVENT_SUBJECT_PREFIX: config.subjectPrefix,
-    PUBLIC_BASE_URL: config.publicBaseUrl,
-    LOG_LEVEL: 'silent',
-    WORKSPACE_RUNS_PER_HOUR: '0',
-    WORKSPACE_MODEL_TOKENS_PER_DAY: '0',
-    // Every process of a deployment signs with, and believes, the same key; another key's events are untrusted.
-    ...(config.eventSigningKeyFile ? { EVENT_SIGNING_KEY_FILE: config.eventSigningKeyFile } : {}),
-  };
+  return { ...serviceEnv(config), PORT: '0', HOST: config.host, WORKSPACE_RUNS_PER_HOUR: '0', WORKSPACE_MODEL_TOKENS_PER_DAY: '0' };
 }

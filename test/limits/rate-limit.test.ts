@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { revokeKey } from '../../src/operator/operator-commands.ts';
 import { startService } from '../../src/runtime/service.ts';
+import { serviceEnv } from '../support/cli.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, expectProblem, type ApiResult } from '../api/support/api-call.ts';
 
@@ -15,14 +16,8 @@ const ANONYMOUS_BURST = 5;
 /** The environment of another process of the same deployment (same stream, schema, limits). */
 function sameDeployment(config: Config): Record<string, string> {
   return {
+    ...serviceEnv(config),
     PORT: '0',
-    NATS_URL: config.natsUrl,
-    DATABASE_URL: config.databaseUrl,
-    DATABASE_SCHEMA: config.databaseSchema,
-    EVENT_STREAM: config.eventStream,
-    EVENT_SUBJECT_PREFIX: config.subjectPrefix,
-    PUBLIC_BASE_URL: config.publicBaseUrl,
-    LOG_LEVEL: 'silent',
     RATE_LIMIT_RPS: String(config.rateLimitRps),
     RATE_LIMIT_BURST: String(config.rateLimitBurst),
     RATE_LIMIT_ANONYMOUS_RPS: String(config.rateLimitAnonymousRps),
