@@ -50,6 +50,21 @@ export type ActionProposalEvent = ActionProposed;
 
 const freeObject = { type: 'object' } as const;
 
+/** The fields of ActionProposed v1; v2 adds proposer_key_id and changes nothing else. */
+const ACTION_PROPOSED_V1_FIELDS = {
+  action_id: id(),
+  run_id: nullable(id()),
+  kind: enumOf(ACTION_KINDS),
+  summary: str({ minLength: 1, maxLength: 500 }),
+  reason: str({ maxLength: 2000 }),
+  params: freeObject,
+  based_on: freeObject,
+  risk_tier: enumOf(RISK_TIERS),
+  disposition: enumOf(DISPOSITIONS),
+  policy_reasons: { type: 'array', items: str() },
+  auto_apply_requested: bool(),
+};
+
 export const TRANSCRIPT_EVENT_DEFINITIONS: readonly EventDefinition[] = [
   {
     type: 'ToolCalled',
@@ -71,19 +86,7 @@ export const TRANSCRIPT_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     version: 1,
     aggregate: 'action',
     description: 'A change was proposed and classified by the safe-apply policy; the first event of an action.',
-    data: object({
-      action_id: id(),
-      run_id: nullable(id()),
-      kind: enumOf(ACTION_KINDS),
-      summary: str({ minLength: 1, maxLength: 500 }),
-      reason: str({ maxLength: 2000 }),
-      params: freeObject,
-      based_on: freeObject,
-      risk_tier: enumOf(RISK_TIERS),
-      disposition: enumOf(DISPOSITIONS),
-      policy_reasons: { type: 'array', items: str() },
-      auto_apply_requested: bool(),
-    }),
+    data: object(ACTION_PROPOSED_V1_FIELDS),
   },
   {
     type: 'ActionProposed',
@@ -91,19 +94,6 @@ export const TRANSCRIPT_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'action',
     description:
       'A change was proposed and classified by the safe-apply policy; the first event of an action. v2 adds proposer_key_id, the API key behind it (the caller of the target endpoint, or the key that started the proposing run), for the distinct-approver rule.',
-    data: object({
-      action_id: id(),
-      run_id: nullable(id()),
-      kind: enumOf(ACTION_KINDS),
-      summary: str({ minLength: 1, maxLength: 500 }),
-      reason: str({ maxLength: 2000 }),
-      params: freeObject,
-      based_on: freeObject,
-      risk_tier: enumOf(RISK_TIERS),
-      disposition: enumOf(DISPOSITIONS),
-      policy_reasons: { type: 'array', items: str() },
-      auto_apply_requested: bool(),
-      proposer_key_id: nullable(id()),
-    }),
+    data: object({ ...ACTION_PROPOSED_V1_FIELDS, proposer_key_id: nullable(id()) }),
   },
 ];
