@@ -40,17 +40,6 @@ const CONFLICT_CODES = new Set<number>([
 /** Gaps up to this many events are read with direct gets; longer ones with an ordered consumer. */
 const DIRECT_READ_LIMIT = 32;
 
-/**
- * The event log on one JetStream stream. Appends are chained by hash per aggregate and
- * guarded by the subject's expected last sequence, so two writers deciding on the same
- * state cannot both succeed.
- *
- * @example
- * ```ts
- * const position = await store.positionOf(subject);
- * await store.append(subject, [event], position); // throws AppendConflictError on a race
- * ```
- */
 export interface EventStoreOptions {
   /** Checks every event before it is appended (default: the catalogue's validator). */
   readonly validator?: EventValidator;
@@ -63,6 +52,25 @@ export interface EventStoreOptions {
   readonly signer?: EventSigner;
 }
 
+/**
+ * The event log on one JetStream stream. Appends are chained by hash per aggregate and
+ * guarded by the subject's expected last sequence, so two writers deciding on the same
+ * state cannot both succeed.
+ *
+ * Reads come in three kinds. The `*Checked` reads go through this store's admission, which
+ * refuses what cannot be believed (not JSON, schema, hostile text, foreign subject, bad or
+ * missing signature) as a value, not a throw. `readRaw`, `followRaw` and `rawAt` return the
+ * stored bytes to a caller that admits them itself (projectors, history, SSE, audit).
+ * `readFiltered`, `readSubject`, `lastOf`, `at`, `follow` and `positionOf` believe the bytes
+ * as stored: they are for tests and benchmark baselines, never for a decision (the write
+ * model takes its position from believed events, src/event-store/aggregate-repository.ts).
+ *
+ * @example
+ * ```ts
+ * const { state, ...position } = await repository.load(subject); // believed events only
+ * await store.append(subject, decide(command, state), position); // AppendConflictError on a race
+ * ```
+ */
 export class EventStore {
   private readonly validator: EventValidator;
   /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
@@ -147,12 +155,6 @@ export class EventStore {
     return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
   }
 
-  /** Like {@link at}, with a bad event surfaced as a value instead of thrown. */
-  async atChecked(seq: number): Promise<AdmissionResult | null> {
-    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
-    return message ? this.admission.tryAdmit(message) : null;
-  }
-
   /** The stored bytes at a stream sequence, unparsed, or null. */
   async rawAt(seq: number): Promise<RawStoredMessage | null> {
     const message = await this.jsm.streams.getMessage(this.streamName, { seq });
@@ -206,7 +208,7 @@ export class EventStore {
 
   /** Like {@link follow}, with bad events surfaced as values (see {@link readFilteredChecked}). */
   async *followChecked(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<AdmissionResult> {
-    for await (const message of this.followMessages(filter, fromSeq, signal)) {
+    for await (const message of this.followRaw(filter, fromSeq, signal)) {
       yield this.admission.tryAdmit(message);
     }
   }
@@ -234,32 +236,38 @@ export class EventStore {
    * through reconnects. To start at a time, resolve it with {@link firstSeqAtOrAfter}.
    */
   async *follow(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<StoredEvent> {
-    for await (const message of this.followMessages(filter, fromSeq, signal)) {
+    for await (const message of this.followRaw(filter, fromSeq, signal)) {
       yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
     }
   }
 
-  private async *followMessages(
-    filter: string,
-    fromSeq: number,
-    signal: AbortSignal,
-  ): AsyncGenerator<{ seq: number; subject: string; data: Uint8Array }> {
+  /**
+   * Every message matching `filter` from `fromSeq` on, then each new one, unparsed, until
+   * `signal` aborts. An abort that lands while the consumer is being created is seen too:
+   * the consumer is deleted at once, so a reader that goes away during setup (an SSE client
+   * disconnecting) leaves no consumer behind on the server.
+   */
+  async *followRaw(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<RawStoredMessage> {
+    if (signal.aborted) return;
     const consumer = await this.js.consumers.get(this.streamName, {
       filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: Math.max(1, fromSeq),
     });
-    const messages = await consumer.consume({ max_messages: 256 });
-    const stop = () => messages.stop();
+    let messages: Awaited<ReturnType<typeof consumer.consume>> | undefined;
+    const stop = () => messages?.stop();
     signal.addEventListener('abort', stop, { once: true });
     try {
+      if (signal.aborted) return;
+      messages = await consumer.consume({ max_messages: 256 });
+      if (signal.aborted) return;
       for await (const message of messages) {
-        if (signal.aborted) break;
-        yield { seq: message.seq, subject: message.subject, data: message.data };
+        if (signal.aborted) return;
+        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
       }
     } finally {
       signal.removeEventListener('abort', stop);
-      messages.stop();
+      messages?.stop();
       await consumer.delete().catch(() => undefined);
     }
   }

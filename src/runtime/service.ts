@@ -119,7 +119,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       routers: [
         runsRouter(api),
-        runEventsRouter(api, httpShutdown.signal, js),
+        runEventsRouter(api, httpShutdown.signal),
         accountsRouter(api),
         campaignsRouter(api),
         campaignTargetRouter(api),

@@ -1,12 +1,10 @@
 import Router from '@koa/router';
-import type { JetStreamClient } from '@nats-io/jetstream';
 import { PassThrough } from 'node:stream';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import { admitRawEvent } from '../../events/admit-raw-event.ts';
-import { followRaw } from '../../event-store/follow-raw.ts';
 import { isUuid, type ApiContext } from './api-context.ts';
 import { toRunStreamMessage } from './run-event-stream.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
@@ -37,7 +35,7 @@ type EndReason = keyof typeof END_REASONS;
  * resumes, and ended when its key is revoked (re-checked every SSE_KEY_RECHECK_MS). A
  * stored message that is not a trustworthy event is skipped with a comment.
  */
-export function runEventsRouter(api: ApiContext, shutdown: AbortSignal, js: JetStreamClient): Router {
+export function runEventsRouter(api: ApiContext, shutdown: AbortSignal): Router {
   const router = new Router();
   const slots = new SseStreamSlots(api.config.sseMaxStreamsPerKey);
   router.get('/api/v1/runs/:runId/events', authenticate(api.keys), async (ctx) => {
@@ -96,7 +94,7 @@ export function runEventsRouter(api: ApiContext, shutdown: AbortSignal, js: JetS
     const from = Math.max(Number(run.queued_seq), resumeAfter + 1);
     void (async () => {
       try {
-        for await (const raw of followRaw(js, api.config.eventStream, filter, from, controller.signal)) {
+        for await (const raw of api.writeModel.store.followRaw(filter, from, controller.signal)) {
           const admitted = admitRawEvent(api.writeModel.store.admission, raw);
           if (admitted.kind === 'corrupt') {
             // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
