@@ -49,6 +49,16 @@ describe('a Google Ads account through the HTTP API (service process against the
     return run;
   };
   const approvals = async () => (await request('GET', `/api/v1/accounts/${accountId}/approvals?limit=100`, readKey)).body.data as any[];
+  /** Approves an action and waits until the approvals view shows it in `status`; returns it as shown. */
+  const approveAndAwait = async (actionId: string, status: string, timeoutMs = 30_000): Promise<any> => {
+    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${actionId}/approve`, writeKey, {})).status).to.equal(200);
+    let shown: any;
+    await eventually(async () => {
+      shown = (await approvals()).find((a) => a.id === actionId);
+      expect(shown.status).to.equal(status);
+    }, timeoutMs, 250);
+    return shown;
+  };
   const applied = (service: string) => fake.mutates(service as never).filter((r) => (r.body as { validateOnly?: boolean }).validateOnly !== true);
 
   before(async () => {
@@ -111,8 +121,7 @@ describe('a Google Ads account through the HTTP API (service process against the
 
   it('an approved negative reaches Google Ads as a campaignCriterion create on the right campaign', async () => {
     const action = (await approvals()).find((a) => a.kind === 'add_negative_keywords' && a.params.campaign_id === '111')!;
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
-    await eventually(async () => expect((await approvals()).find((a) => a.id === action.id)!.status).to.equal('applied'), 30_000);
+    await approveAndAwait(action.id, 'applied');
     const [sent] = applied('campaignCriteria');
     const operations = (sent!.body as { operations: { create: Record<string, unknown> }[]; partialFailure: boolean }).operations;
     expect((sent!.body as { partialFailure: boolean }).partialFailure).to.equal(true);
@@ -130,8 +139,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/111/target`, writeKey, { target_cpa: 27.5, reason: 'CPA has room' });
     expect(proposed.status, JSON.stringify(proposed.body)).to.equal(200);
     expect(proposed.body.disposition).to.equal('queued');
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
-    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 30_000);
+    await approveAndAwait(proposed.body.id, 'applied');
     expect(applied('campaigns').map((r) => r.body)).to.deep.equal([
       {
         operations: [{ update: { resourceName: 'customers/1234567890/campaigns/111', maximizeConversions: { targetCpaMicros: '27500000' } }, updateMask: 'maximizeConversions.targetCpaMicros' }],
@@ -172,12 +180,7 @@ describe('a Google Ads account through the HTTP API (service process against the
       newResource: { campaign: { targetCpa: { targetCpaMicros: '35000000' } } },
       campaign: 'customers/1234567890/campaigns/666',
     });
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
-    let action: any;
-    await eventually(async () => {
-      action = (await approvals()).find((a) => a.id === proposed.body.id);
-      expect(action.status).to.equal('returned');
-    }, 30_000);
+    const action = await approveAndAwait(proposed.body.id, 'returned');
     expect(action.status_reason).to.include('now 35');
     expect(customer().campaigns.get('666')!.targetCpa!.targetCpaMicros).to.equal(35_000_000);
   });
@@ -264,12 +267,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     const refusal = { kind: 'refused', errorCode: { biddingError: 'BIDDING_STRATEGY_NOT_SUPPORTED' }, message: 'The bidding strategy is not supported.' } as const;
     fake.failNext(/campaigns:mutate$/, refusal, 1, (body) => body.validateOnly !== true);
     const before = applied('campaigns').length;
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
-    let action: any;
-    await eventually(async () => {
-      action = (await approvals()).find((a) => a.id === proposed.body.id);
-      expect(action.status).to.equal('returned');
-    }, 30_000);
+    const action = await approveAndAwait(proposed.body.id, 'returned');
     expect(action.status_reason).to.equal('the platform refused the change: Google Ads: The bidding strategy is not supported. (biddingError.BIDDING_STRATEGY_NOT_SUPPORTED)');
     const history = (await request('GET', `/api/v1/accounts/${accountId}/history?limit=500`, readKey)).body.data as { type: string; aggregate_id?: string; data: any }[];
     const failures = history.filter((e) => e.type === 'ActionApplyFailed' && JSON.stringify(e).includes(proposed.body.id));
@@ -298,12 +296,7 @@ describe('a Google Ads account through the HTTP API (service process against the
       message: 'The ad group criterion cannot be changed.',
     });
     try {
-      expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${action.id}/approve`, writeKey, {})).status).to.equal(200);
-      let shown: any;
-      await eventually(async () => {
-        shown = (await approvals()).find((a) => a.id === action.id);
-        expect(shown.status).to.equal('applied');
-      }, 30_000);
+      const shown = await approveAndAwait(action.id, 'applied');
       expect(shown.status_reason).to.equal(
         'applied keyword 1111-11113; refused keyword 1111-11114: The ad group criterion cannot be changed. (adGroupCriterionError.CANNOT_MODIFY_CRITERION)',
       );
@@ -326,8 +319,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     // Two re-checks' worth of 503s (each call retries 4 times): without the deferral the message would be parked.
     fake.failNext(/googleAds:search$/, { kind: 'server', status: 503 }, 10, (body) => String(body.query).includes("FROM campaign WHERE campaign.status != 'REMOVED'"));
     const parkedBefore = (logs.match(/parked a poison message/g) ?? []).length;
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
-    await eventually(async () => expect((await approvals()).find((a) => a.id === proposed.body.id)!.status).to.equal('applied'), 60_000, 250);
+    await approveAndAwait(proposed.body.id, 'applied', 60_000);
     expect(customer().campaigns.get('222')!.maximizeConversionValue!.targetRoas).to.equal(4.2);
     expect((logs.match(/the action comes back later/g) ?? []).length).to.equal(2);
     expect((logs.match(/parked a poison message/g) ?? []).length).to.equal(parkedBefore);
@@ -338,12 +330,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
     fake.revokeRefreshToken(refreshToken);
     fake.expireAccessTokens();
-    expect((await request('POST', `/api/v1/accounts/${accountId}/approvals/${proposed.body.id}/approve`, writeKey, {})).status).to.equal(200);
-    let action: any;
-    await eventually(async () => {
-      action = (await approvals()).find((a) => a.id === proposed.body.id);
-      expect(action.status).to.equal('returned');
-    }, 30_000);
+    const action = await approveAndAwait(proposed.body.id, 'returned');
     expect(action.status_reason).to.include('the account is not connected');
     expect(action.status_reason).to.include('reconnect');
   });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { headers as natsHeaders } from '@nats-io/nats-core';
 import pg from 'pg';
-import { ApprovalsPerDayConsumer } from '../../examples/analytics-consumer/approvals-per-day.ts';
+import { exampleConsumerOn } from '../support/example-consumer.ts';
 import { runCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
@@ -118,16 +118,7 @@ describe('readers surviving corrupt events: events tail, audit verify, analytics
 
   it('the example analytics consumer logs and skips each corrupt message and counts the real events exactly', async () => {
     const logged: string[] = [];
-    const consumer = new ApprovalsPerDayConsumer({
-      natsUrl: svc.config.natsUrl,
-      databaseUrl: svc.config.databaseUrl,
-      stream: svc.config.eventStream,
-      subjectPrefix: svc.config.subjectPrefix,
-      schema,
-      ackWaitMs: 2000,
-      retryDelayMs: 100,
-      log: (line) => logged.push(line),
-    });
+    const consumer = exampleConsumerOn(svc.config, schema, { log: (line) => logged.push(line) });
     await consumer.start();
     try {
       await eventually(async () => expect(consumer.getStats().counted).to.equal(realActions.length), 20_000);

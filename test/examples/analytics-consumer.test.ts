@@ -7,6 +7,7 @@ import {
   type DayCount,
 } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import { eventually } from '../support/eventually.ts';
+import { exampleConsumerOn } from '../support/example-consumer.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
 interface Totals {
@@ -107,16 +108,7 @@ describe('examples/analytics-consumer: approvals per day', function () {
   }
 
   function newConsumer(): ApprovalsPerDayConsumer {
-    const consumer = new ApprovalsPerDayConsumer({
-      natsUrl: svc.config.natsUrl,
-      databaseUrl: svc.config.databaseUrl,
-      stream: svc.config.eventStream,
-      subjectPrefix: svc.config.subjectPrefix,
-      schema,
-      ackWaitMs: 2000,
-      retryDelayMs: 100,
-      afterCommit: (event) => afterCommit?.(event),
-    });
+    const consumer = exampleConsumerOn(svc.config, schema, { afterCommit: (event) => afterCommit?.(event) });
     consumers.push(consumer);
     return consumer;
   }
