@@ -1642,32 +1642,26 @@ const baseDocument = {
   },
 } as const satisfies OpenApiDocument;
 
-// Every /api/ route refuses a query parameter holding U+0000, a C0 control or an unpaired
-// surrogate (src/http/hostile-text-guard.ts), so every /api/ operation can answer 422; the
-// ones without a 422 of their own get the query one here rather than in thirty places.
-for (const [path, item] of Object.entries(baseDocument.paths)) {
-  if (!path.startsWith('/api/')) continue;
-  for (const operation of Object.values(item) as { responses?: Record<string, unknown> }[]) {
-    if (operation.responses && !('422' in operation.responses)) operation.responses['422'] = responseRef('InvalidQuery');
-  }
-}
-
 const RESPONSE_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 /**
- * Every operation can answer 429 `rate-limited` (the probes only when called with
- * credentials), and each response may carry the RateLimit headers; added here so no
- * operation can be forgotten.
+ * Answers every operation can give whatever its route, added in one pass so none is
+ * forgotten and nothing is written thirty times:
+ * - 429 `rate-limited` (the probes only when called with credentials), and the RateLimit
+ *   headers on every response;
+ * - 422 on every /api/ operation without one of its own: every /api/ route refuses a query
+ *   parameter holding U+0000, a C0 control or an unpaired surrogate (src/http/hostile-text-guard.ts).
  */
-function withRateLimits<T>(base: T): T {
+function withCrossCuttingResponses<T>(base: T): T {
   const document = structuredClone(base) as unknown as {
     paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; $ref?: string }> }>>;
     components: { headers: Record<string, unknown>; responses: Record<string, { headers?: Record<string, unknown> }> };
   };
   const rateLimitHeaders = { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimitPolicy') };
-  for (const item of Object.values(document.paths)) {
+  for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       if (!RESPONSE_METHODS.includes(method)) continue;
+      if (path.startsWith('/api/')) operation.responses['422'] ??= responseRef('InvalidQuery');
       operation.responses['429'] ??= responseRef('RateLimited');
       for (const response of Object.values(operation.responses)) {
         if (response.$ref === undefined) response.headers = { ...response.headers, ...rateLimitHeaders };
@@ -1678,7 +1672,7 @@ function withRateLimits<T>(base: T): T {
   return document as unknown as T;
 }
 
-export const openApiDocument = withRateLimits(baseDocument);
+export const openApiDocument = withCrossCuttingResponses(baseDocument);
 
 export interface OpenApiDeployment {
   readonly publicBaseUrl: string;
