@@ -4,7 +4,8 @@ import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import type { Principal } from '../../auth/scopes.ts';
-import { ValidationError } from '../../errors/common-errors.ts';
+import { ValidationError, type InvalidParam } from '../../errors/common-errors.ts';
+import { integerQueryParam } from '../query-params.ts';
 import { admitRawEvent } from '../../events/admit-raw-event.ts';
 import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { accountOf } from './account-access.ts';
@@ -40,13 +41,10 @@ export function historyRouter(api: ApiContext): Router {
     const principal = principalOf(ctx);
     const accountId = ctx.params.projectId!;
     await accountOf(api, principal, accountId);
-    const { cursor, limit, run_id: runId } = ctx.query;
-    const errors = [];
-    const pageSize = limit === undefined ? DEFAULT_PAGE : Number(limit);
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE) errors.push({ pointer: '/limit', message: `must be an integer from 1 to ${MAX_PAGE}` });
-    const after = cursor === undefined ? 0 : Number(cursor);
-    if (typeof cursor !== 'undefined' && (typeof cursor !== 'string' || !/^\d{1,15}$/.test(cursor))) errors.push({ pointer: '/cursor', message: 'must be a cursor from a previous page' });
-    else if (!Number.isSafeInteger(after) || after < 0) errors.push({ pointer: '/cursor', message: 'must be a cursor from a previous page' });
+    const runId = ctx.query.run_id;
+    const errors: InvalidParam[] = [];
+    const pageSize = integerQueryParam(ctx.query, 'limit', { min: 1, max: MAX_PAGE, fallback: DEFAULT_PAGE }, errors);
+    const after = integerQueryParam(ctx.query, 'cursor', { min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 }, errors, 'must be a cursor from a previous page');
     if (runId !== undefined && (typeof runId !== 'string' || !isUuid(runId))) errors.push({ pointer: '/run_id', message: 'must be a run id' });
     if (errors.length > 0) throw new ValidationError('Invalid query parameters.', errors);
 
