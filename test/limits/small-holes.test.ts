@@ -28,19 +28,22 @@ describe('smaller holes (issue #10 item 8)', function () {
 
   describe('numeric query parameters', () => {
     const bad = ['1e21', '1e3', '0x10', 'Infinity', '9007199254740993', '99999999999999999999', ' 7', '7 ', '+7', '-1', '1.5', ''];
-    for (const cursor of bad) {
-      it(`GET approvals?cursor=${JSON.stringify(cursor)} → 422 naming /cursor`, async () => {
-        const result = await call(svc, 'GET', `${approvalsPath(tenant.accounts.sandbox)}?cursor=${encodeURIComponent(cursor)}`, { key: tenant.keys.read });
-        expectProblem(result, 422, 'validation-error');
-        expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/cursor']);
-      });
-    }
-    for (const limit of ['1e2', '0x10', '2e0', '50&limit=60']) {
-      it(`GET approvals?limit=${limit} → 422 naming /limit`, async () => {
-        const result = await call(svc, 'GET', `${approvalsPath(tenant.accounts.sandbox)}?limit=${limit}`, { key: tenant.keys.read });
-        expectProblem(result, 422, 'validation-error');
-        expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/limit']);
-      });
+    const lists = { approvals: (account: string) => approvalsPath(account), history: (account: string) => `/api/v1/accounts/${account}/history` };
+    for (const [list, pathOf] of Object.entries(lists)) {
+      for (const cursor of bad) {
+        it(`GET ${list}?cursor=${JSON.stringify(cursor)} → 422 naming /cursor`, async () => {
+          const result = await call(svc, 'GET', `${pathOf(tenant.accounts.sandbox)}?cursor=${encodeURIComponent(cursor)}`, { key: tenant.keys.read });
+          expectProblem(result, 422, 'validation-error');
+          expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/cursor']);
+        });
+      }
+      for (const limit of ['1e2', '0x10', '2e0', '50&limit=60']) {
+        it(`GET ${list}?limit=${limit} → 422 naming /limit`, async () => {
+          const result = await call(svc, 'GET', `${pathOf(tenant.accounts.sandbox)}?limit=${limit}`, { key: tenant.keys.read });
+          expectProblem(result, 422, 'validation-error');
+          expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/limit']);
+        });
+      }
     }
     it('still pages with plain digits, including the largest safe cursor', async () => {
       expect((await call(svc, 'GET', `${approvalsPath(tenant.accounts.sandbox)}?limit=5&cursor=0`, { key: tenant.keys.read })).status).to.equal(200);
