@@ -13,6 +13,7 @@ import { connectNats, watchNatsServerErrors } from '../../src/event-store/nats-c
 import { AGENT_WORKER_CONSUMER } from '../../src/workers/agent-worker.ts';
 import { APPLY_WORKER_CONSUMER } from '../../src/workers/apply-worker.ts';
 import { eventually } from '../support/eventually.ts';
+import { testSigningKeyFile } from '../support/isolation.ts';
 import { freePort, PrivateNats } from '../support/private-nats.ts';
 import { runCli } from '../support/cli.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
@@ -369,7 +370,8 @@ interface Exited {
 function startMain(env: Record<string, string>): Promise<Exited> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: repo,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    // The test's signing key, so a start that fails later never leaves a generated key in the checkout.
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', EVENT_SIGNING_KEY_FILE: testSigningKeyFile(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

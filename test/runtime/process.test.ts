@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { dropIsolated, isolatedConfig, testSigningKeyFile } from '../support/isolation.ts';
 import { freePort } from '../support/private-nats.ts';
 
 interface Exited {
@@ -12,7 +12,7 @@ interface Exited {
 /** Runs `src/main.ts` as a user would (through tsx), with the given environment. */
 function startMain(env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, LOG_LEVEL: 'info', EVENT_SIGNING_KEY_FILE: testSigningKeyFile(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
