@@ -5,7 +5,8 @@ import { newEvent } from '../commands/shared/new-event.ts';
 import { GeminiModel } from '../src/agent/model/gemini/gemini-model.ts';
 import { systemPrompt } from '../src/agent/system-prompt.ts';
 import { ToolRegistry } from '../src/agent/tools/tool-registry.ts';
-import { EMPTY_POSITION, EventStore, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { EMPTY_POSITION, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { JetStreamEventStore as EventStore } from '../src/event-store/jetstream-event-store.ts';
 import { ensureEventStream } from '../src/event-store/stream-setup.ts';
 import { Subjects } from '../src/event-store/subjects.ts';
 import type { EventEnvelope } from '../src/events/envelope.ts';
@@ -20,6 +21,7 @@ import { envelopeGapMs, inPool, RunWatcher, startBenchService } from './support/
 import { benchConfig, releaseConfig } from './support/isolation.ts';
 import { briefOf, startScriptedGemini, type ScriptedGemini } from './support/scripted-gemini.ts';
 import { compare, compareLatency, figure, note, now, section, summarize, timed } from './support/report.ts';
+import { accountDecider } from '../commands/account/account-decider.ts';
 
 /**
  * Agent pipeline benchmarks (issue 4), with a scripted Gemini that answers at once, so
@@ -122,13 +124,14 @@ async function benchInProcess(): Promise<void> {
     // ---- a. queue-to-start
     section(`a. queue-to-start: 202 of POST /runs → RunStarted seen on the stream, ${QUEUE_RUNS} runs one after another on ${QUEUE_RUNS} accounts, idle workers`);
     note('workers: in-process agent-worker, concurrency 4, waiting on the pull consumer; model answers text at once; each run ends before the next is queued');
-    note('baseline: store.append of an AccountCreated (writeModel.createAccount) → the same follower sees it, sequential, same run');
+    note('baseline: store.append of an AccountCreated (the CreateAccount command) → the same follower sees it, sequential, same run');
     note('(RunQueued is appended before the 202 is written, so the worker can start while the response is on its way)');
     const baselineSamples: number[] = [];
     for (let i = 0; i < QUEUE_RUNS; i++) {
       const accountId = uuidv4();
       const t0 = now();
-      const created = await infra.writeModel.createAccount({
+      const created = await infra.commands.handle(accountDecider, {
+        type: 'CreateAccount',
         workspaceId,
         accountId,
         name: `baseline ${i}`,
@@ -230,6 +233,15 @@ async function benchInProcess(): Promise<void> {
     figure(`  ToolCalled.duration_ms (n=${toolExecution.length})`, execution.p50, 'ms', `mean ${execution.mean.toFixed(2)} ms; validation + tool, as the agent loop timed it`);
     const turn = summarize(modelSamples);
     figure('  model turn, GeminiModel→fake (n=100)', turn.p50, 'ms', `mean ${turn.mean.toFixed(2)} ms; SDK + HTTP to the scripted server`);
+    // Issue 14 item 5: what the event pipeline itself adds to a tool call (reload checks, the
+    // ToolCalled append, the worker's bookkeeping), net of the model turn and the tool's own work.
+    compare({
+      name: 'pipeline per tool call (p50: per call - model turn - ToolCalled.duration_ms)',
+      value: Math.max(0, (withTools.p50 - without.p50) / TOOL_CALLS - turn.p50 - execution.p50),
+      unit: 'ms',
+      baselineName: 'one store.append p50',
+      baselineValue: append.p50,
+    });
   } finally {
     await watcher?.stop();
     await svc?.stop();
@@ -284,7 +296,7 @@ interface WorkerProcess {
 
 function spawnWorker(svc: TestService, gemini: ScriptedGemini): Promise<WorkerProcess> {
   const { config } = svc;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
@@ -352,7 +364,7 @@ async function batch(svc: TestService, watcher: RunWatcher, key: string, account
 async function benchProcesses(): Promise<void> {
   section(
     `c. runs per minute: ${PROCESS_RUNS} runs on ${PROCESS_RUNS} accounts (model: ${PROCESS_TOOL_CALLS} × ${READ_TOOL}, then text, all instant), ` +
-      `1 vs 4 agent-worker processes (node --import tsx src/main.ts, AGENT_WORKER_CONCURRENCY=1)`,
+      `1 vs 4 agent-worker processes (node src/main.ts, AGENT_WORKER_CONCURRENCY=1)`,
   );
   note(
     `in-process service: http,projectors; time = first POST → last terminal event seen; rounds ${PROCESS_ROUNDS.join(', ')} processes ` +

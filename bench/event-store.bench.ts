@@ -1,14 +1,16 @@
 import { sql } from 'kysely';
 import { BENCH_BRIEF, BENCH_KEY_ID, BENCH_META, BENCH_WORKSPACE, accountCreated, appendAccountHistories, runCanceled, runQueued } from './support/bench-events.ts';
 import { v4 as uuidv4 } from 'uuid';
-import { WriteModel } from '../commands/write-model.ts';
+import { Commands } from '../commands/command-bus.ts';
+import { Aggregates } from '../commands/shared/aggregates.ts';
 import { PROJECTIONS } from '../projections/index.ts';
 import { runsProjection } from '../projections/runs/runs-projection.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
 import { rebuildProjection } from '../projections/runtime/rebuild.ts';
 import type { Config } from '../src/config/config.ts';
-import { EMPTY_POSITION, EventStore, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { EMPTY_POSITION, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { JetStreamEventStore as EventStore } from '../src/event-store/jetstream-event-store.ts';
 import { SnapshotStore } from '../src/event-store/snapshot-store.ts';
 import { sealEvent } from '../src/events/event-hash.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../src/events/envelope.ts';
@@ -27,6 +29,8 @@ import {
   summarize,
   timed,
 } from './support/report.ts';
+import { accountDecider } from '../commands/account/account-decider.ts';
+import { streams } from '../src/event-store/subjects.ts';
 
 /**
  * Event store benchmarks, each against a baseline measured in the same run:
@@ -106,8 +110,8 @@ async function benchAppend(): Promise<void> {
   const config = benchConfig('append');
   try {
     await withInfrastructure(config, 'bench-append', async (infra) => {
-      const { store, js, writeModel } = infra;
-      const subjectOf = (name: string) => writeModel.accountSubject(WORKSPACE, name);
+      const { store, js, subjects } = infra;
+      const subjectOf = (name: string) => subjects.forAggregate(streams.account(WORKSPACE, name));
 
       // Unsealed events for the OCC path; for the raw path, the JSON of equivalent sealed events (same size).
       const unsealed = (account: string, count: number) => Array.from({ length: count }, () => runQueued(account, uuidv4()));
@@ -286,10 +290,16 @@ class TailProbe {
   /** Off during the warm phase, where loads never read the snapshot. */
   measuring = false;
 
+  private readonly snapshots: SnapshotStore;
+  private readonly subjectOf: (accountId: string) => string;
+
   constructor(
-    private readonly snapshots: SnapshotStore,
-    private readonly subjectOf: (accountId: string) => string,
-  ) {}
+    snapshots: SnapshotStore,
+    subjectOf: (accountId: string) => string,
+  ) {
+    this.snapshots = snapshots;
+    this.subjectOf = subjectOf;
+  }
 
   appended(accountId: string, seq: number): void {
     const list = this.seqs.get(accountId) ?? [];
@@ -306,11 +316,11 @@ class TailProbe {
 }
 
 function startCommand(accountId: string, runId: string) {
-  return { workspaceId: WORKSPACE, accountId, runId, brief: BRIEF, autoApply: false, keyId: KEY_ID, scope: 'write' as const, meta: META };
+  return { type: 'StartRun' as const, workspaceId: WORKSPACE, accountId, runId, brief: BRIEF, autoApply: false, keyId: KEY_ID, scope: 'write' as const, meta: META };
 }
 
 function cancelCommand(accountId: string, runId: string) {
-  return { workspaceId: WORKSPACE, accountId, runId, knownStatus: 'queued', meta: META };
+  return { type: 'CancelRun' as const, workspaceId: WORKSPACE, accountId, runId, knownStatus: 'queued', meta: META };
 }
 
 /**
@@ -319,7 +329,7 @@ function cancelCommand(accountId: string, runId: string) {
  * account, and so measure the snapshot cadence instead of the history length.
  */
 async function cyclePair(
-  model: () => WriteModel,
+  model: () => Commands,
   a: [string, CycleSamples],
   b: [string, CycleSamples],
   probe?: TailProbe,
@@ -330,15 +340,15 @@ async function cyclePair(
 }
 
 /** One start + cancel cycle; `model()` is asked for a write model before each command. */
-async function cycle(model: () => WriteModel, accountId: string, into: CycleSamples, probe?: TailProbe): Promise<void> {
+async function cycle(model: () => Commands, accountId: string, into: CycleSamples, probe?: TailProbe): Promise<void> {
   const runId = uuidv4();
   if (probe?.measuring) into.startTails.push(await probe.tail(accountId));
-  const start = await timed(() => model().startRun(startCommand(accountId, runId)));
+  const start = await timed(() => model().handle(accountDecider, startCommand(accountId, runId)));
   if (start.value.appended.length !== 1) throw new Error(`startRun on ${accountId} appended ${start.value.appended.length} events`);
   into.start.push(start.ms);
   probe?.appended(accountId, start.value.appended[0]!.seq);
   if (probe?.measuring) into.cancelTails.push(await probe.tail(accountId));
-  const cancel = await timed(() => model().cancelRun(cancelCommand(accountId, runId)));
+  const cancel = await timed(() => model().handle(accountDecider, cancelCommand(accountId, runId)));
   if (cancel.value.appended.length !== 1) throw new Error(`cancelRun on ${accountId} appended ${cancel.value.appended.length} events`);
   into.cancel.push(cancel.ms);
   probe?.appended(accountId, cancel.value.appended[0]!.seq);
@@ -351,9 +361,9 @@ async function benchCommandLatency(): Promise<void> {
   const bucket = `${config.eventStream}_snapshots`;
   try {
     await withInfrastructure(config, 'bench-latency', async (infra) => {
-      const { store, writeModel } = infra;
+      const { store, subjects, commands } = infra;
       const big = 'acc-big';
-      const bigSubject = writeModel.accountSubject(WORKSPACE, big);
+      const bigSubject = subjects.forAggregate(streams.account(WORKSPACE, big));
 
       // Setup: the big account's history, one subject, chained positions.
       const setup = await timed(async () => {
@@ -376,7 +386,7 @@ async function benchCommandLatency(): Promise<void> {
 
       // One load in another infrastructure: folds the whole history once and persists a snapshot.
       await withInfrastructure(config, 'bench-latency-snapshot', async (other) => {
-        const fold = await timed(() => other.writeModel.accounts.load(bigSubject));
+        const fold = await timed(() => other.aggregates.load(accountDecider, streams.account(WORKSPACE, big)));
         if (!fold.value.state.exists || fold.value.state.runsQueued !== BIG_CYCLES) throw new Error('big account folded to an unexpected state');
         figure('full fold of big (no cache, no snapshot)', fold.ms, 'ms', `(${bigEvents.toLocaleString('en-US')} events, once)`);
         const snapshots = await SnapshotStore.open(other.nc, bucket, config.streamReplicas);
@@ -388,18 +398,18 @@ async function benchCommandLatency(): Promise<void> {
       });
 
       // (a) warm: this process, in-memory cache. Big and new interleaved (random order per pair) so drift hits both alike.
-      const probe = new TailProbe(await SnapshotStore.open(infra.nc, bucket, config.streamReplicas), (id) => writeModel.accountSubject(WORKSPACE, id));
+      const probe = new TailProbe(await SnapshotStore.open(infra.nc, bucket, config.streamReplicas), (id) => subjects.forAggregate(streams.account(WORKSPACE, id)));
       const createAccount = async (accountId: string) => {
-        const created = await writeModel.createAccount({ workspaceId: WORKSPACE, accountId, name: accountId, platform: 'sandbox', sandboxSeed: 1, meta: META });
+        const created = await commands.handle(accountDecider, { type: 'CreateAccount', workspaceId: WORKSPACE, accountId, name: accountId, platform: 'sandbox', sandboxSeed: 1, meta: META });
         probe.appended(accountId, created.appended[0]!.seq);
       };
       const newWarm = 'acc-new-warm';
       await createAccount(newWarm);
       const discard = samples();
-      for (let i = 0; i < 20; i++) await cyclePair(() => writeModel, [big, discard], [newWarm, discard], probe);
+      for (let i = 0; i < 20; i++) await cyclePair(() => commands, [big, discard], [newWarm, discard], probe);
       const warmBig = samples();
       const warmNew = samples();
-      for (let i = 0; i < WARM_CYCLES; i++) await cyclePair(() => writeModel, [big, warmBig], [newWarm, warmNew], probe);
+      for (let i = 0; i < WARM_CYCLES; i++) await cyclePair(() => commands, [big, warmBig], [newWarm, warmNew], probe);
 
       // (b) cold: a new infrastructure (empty cache) that has to use the KV snapshot + tail.
       const newCold = 'acc-new-cold';
@@ -410,7 +420,7 @@ async function benchCommandLatency(): Promise<void> {
       for (let i = 0; i < COLD_OPENS; i++) {
         // The very first commands of a new infrastructure (its own connection, empty cache).
         await withInfrastructure(config, `bench-latency-open-${i}`, (cold) =>
-          cyclePair(() => cold.writeModel, [big, firstBig], [newCold, firstNew], probe),
+          cyclePair(() => cold.commands, [big, firstBig], [newCold, firstNew], probe),
         );
       }
       const coldBig = samples();
@@ -418,7 +428,7 @@ async function benchCommandLatency(): Promise<void> {
       await withInfrastructure(config, 'bench-latency-cold', async (cold) => {
         // A series on one new infrastructure: every command gets a write model with an empty cache.
         const snapshots = await SnapshotStore.open(cold.nc, bucket, config.streamReplicas);
-        const fresh = () => new WriteModel(cold.store, cold.subjects, snapshots);
+        const fresh = () => new Commands(new Aggregates(cold.store, cold.subjects, snapshots));
         for (let i = 0; i < COLD_CYCLES; i++) await cyclePair(fresh, [big, coldBig], [newCold, coldNew], probe);
       });
 

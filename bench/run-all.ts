@@ -5,6 +5,8 @@ import { run as runHttpApi } from './http-api.bench.ts';
 import { run as runSigning } from './signing.bench.ts';
 import { run as runRateLimit } from './rate-limit.bench.ts';
 import { run as runGoogleAds } from './google-ads.bench.ts';
+import { run as runCluster } from './cluster.bench.ts';
+import { run as runConsole } from './console.bench.ts';
 import { releaseAll } from './support/isolation.ts';
 import { header, note } from './support/report.ts';
 
@@ -22,6 +24,8 @@ const ALL_BENCHMARKS: readonly { readonly name: string; readonly file: string; r
   { name: 'audit', file: 'bench/audit.bench.ts', run: runAudit },
   { name: 'signing', file: 'bench/signing.bench.ts', run: runSigning },
   { name: 'google ads adapter', file: 'bench/google-ads.bench.ts', run: runGoogleAds },
+  { name: 'nats cluster scale-out', file: 'bench/cluster.bench.ts', run: runCluster },
+  { name: 'approvals console', file: 'bench/console.bench.ts', run: runConsole },
 ];
 const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
 const BENCHMARKS = ALL_BENCHMARKS.filter((b) => only.length === 0 || only.some((word) => b.name.includes(word) || b.file.includes(word)));

@@ -1,6 +1,7 @@
 import { v4 as uuidv4 } from 'uuid';
 import { verifyEventLog } from '../src/audit/verify-event-log.ts';
-import { EMPTY_POSITION, EventStore, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { EMPTY_POSITION, type SubjectPosition } from '../src/event-store/event-store.ts';
+import { JetStreamEventStore as EventStore } from '../src/event-store/jetstream-event-store.ts';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../src/events/envelope.ts';
 import { sealEvent } from '../src/events/event-hash.ts';
 import { EventVerifier } from '../src/events/signing/event-verifier.ts';
@@ -8,6 +9,7 @@ import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastr
 import { BENCH_WORKSPACE, appendAccountHistories, runQueued } from './support/bench-events.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
 import { compare, compareThroughput, figure, note, section, timed } from './support/report.ts';
+import { streams } from '../src/event-store/subjects.ts';
 
 /**
  * Event signing benchmarks (issue 9), each against a baseline measured in the same run:
@@ -35,7 +37,7 @@ async function appendChained(store: EventStore, subject: string, events: readonl
 
 async function benchAppend(infra: Infrastructure, unsigned: EventStore): Promise<void> {
   section(`1. append throughput: store.append signed (Ed25519) vs unsigned, ${APPEND_EVENTS.toLocaleString('en-US')} events each, same stream`);
-  const subjectOf = (name: string) => infra.writeModel.accountSubject(BENCH_WORKSPACE, name);
+  const subjectOf = (name: string) => infra.subjects.forAggregate(streams.account(BENCH_WORKSPACE, name));
   const events = (account: string, count: number) => Array.from({ length: count }, () => runQueued(account, uuidv4()));
   await appendChained(infra.store, subjectOf('warm-signed'), events('warm-signed', WARMUP_EVENTS));
   await appendChained(unsigned, subjectOf('warm-unsigned'), events('warm-unsigned', WARMUP_EVENTS));

@@ -1,53 +1,68 @@
-import { ProblemError } from '../src/errors/problem-error.ts';
+import { AppError, ErrorKind } from '../src/errors/app-error.ts';
 
-/** Refusals decided on the write side. Each maps to one problem type. */
-export class WorkspaceNotFoundError extends ProblemError {
+/** Refusals decided on the write side. Each has one code (the problem type's slug at the HTTP edge). */
+export class WorkspaceNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
+
   constructor(workspaceId: string) {
-    super({ type: 'workspace-not-found', status: 404, title: 'Workspace not found', detail: `No workspace ${workspaceId}.` });
+    super('workspace-not-found', `No workspace ${workspaceId}.`);
   }
 }
 
-export class AccountNotFoundError extends ProblemError {
+export class AccountNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
+
   constructor(accountId: string) {
-    super({ type: 'account-not-found', status: 404, title: 'Account not found', detail: `No account ${accountId} in this workspace.` });
+    super('account-not-found', `No account ${accountId} in this workspace.`);
   }
 }
 
-export class AlreadyExistsError extends ProblemError {
+export class AlreadyExistsError extends AppError {
+  readonly kind = ErrorKind.Conflict;
+
   constructor(what: string, id: string) {
-    super({ type: 'already-exists', status: 409, title: `${what} already exists`, detail: `${what} ${id} already exists.` });
+    super('already-exists', `${what} ${id} already exists.`);
   }
 }
 
-export class KeyNotFoundError extends ProblemError {
+/** A pause of run starts must end in the future. */
+export class PauseInThePastError extends AppError {
+  readonly kind = ErrorKind.Validation;
+
+  constructor(until: string) {
+    super('pause-in-the-past', `A pause of run starts must end in the future; ${until} has passed.`, { details: { until } });
+  }
+}
+
+export class KeyNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
+
   constructor(keyId: string) {
-    super({ type: 'key-not-found', status: 404, title: 'API key not found', detail: `No API key ${keyId}.` });
+    super('key-not-found', `No API key ${keyId}.`);
   }
 }
 
-export class RunInProgressError extends ProblemError {
+export class RunInProgressError extends AppError {
+  readonly kind = ErrorKind.Conflict;
+
   constructor(accountId: string, activeRunId: string, activeStatus: string) {
-    super({
-      type: 'run-in-progress',
-      status: 409,
-      title: 'Another run is in progress for this account',
-      detail: `Run ${activeRunId} is ${activeStatus} on account ${accountId}; one run per account at a time.`,
-      extensions: { active_run_id: activeRunId },
+    super('run-in-progress', `Run ${activeRunId} is ${activeStatus} on account ${accountId}; one run per account at a time.`, {
+      details: { active_run_id: activeRunId },
     });
   }
 }
 
-export class RunNotCancelableError extends ProblemError {
+export class RunNotCancelableError extends AppError {
+  readonly kind = ErrorKind.IllegalState;
+
   constructor(runId: string, status: string) {
     const running = status === 'running';
-    super({
-      type: running ? 'run-not-cancelable' : 'run-already-finished',
-      status: 409,
-      title: running ? 'A running run cannot be canceled' : 'The run has already finished',
-      detail: running
+    super(
+      running ? 'run-not-cancelable' : 'run-already-finished',
+      running
         ? `Run ${runId} is running; the agent cannot be interrupted, and anything it proposes stays in the approval queue.`
         : `Run ${runId} is ${status}; only a queued run can be canceled.`,
-      extensions: { run_status: status },
-    });
+      { details: { run_status: status } },
+    );
   }
 }

@@ -4,6 +4,7 @@ import type { UnsealedEvent } from '../../src/events/envelope.ts';
 import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
 import type { Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { inPool } from './bench-service.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 /**
  * Schema-valid events for benchmarks that need a large, realistic stream: accounts
@@ -56,7 +57,7 @@ export async function appendAccountHistories(infra: Infrastructure, accounts: nu
   const ids = Array.from({ length: accounts }, (_, i) => `acc-${String(i).padStart(4, '0')}`);
   await inPool(ids, writers, async (accountId) => {
     const history = accountHistory(accountId, (eventsPerAccount - 2) / 2, true);
-    await infra.store.append(infra.writeModel.accountSubject(BENCH_WORKSPACE, accountId), history, EMPTY_POSITION);
+    await infra.store.append(infra.subjects.forAggregate(streams.account(BENCH_WORKSPACE, accountId)), history, EMPTY_POSITION);
   });
   return ids;
 }

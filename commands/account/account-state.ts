@@ -31,7 +31,8 @@ export interface AccountState {
   readonly platformChanges: { readonly lastTime: string; readonly idsAtLastTime: readonly string[] };
 }
 
-export const accountFolder = {
+/** How an account's events fold into its decision state (the decider is account-decider.ts). */
+export const accountFold = {
   stateVersion: 4,
   initialState: (): AccountState => ({
     exists: false,

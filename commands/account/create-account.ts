@@ -2,8 +2,10 @@ import type { GoogleAdsAccountLink, PlatformKind } from '../../src/events/catalo
 import { AlreadyExistsError } from '../errors.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 import type { AccountState } from './account-state.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 export interface CreateAccount {
+  readonly type: 'CreateAccount';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly name: string;
@@ -24,7 +26,7 @@ export function decideCreateAccount(command: CreateAccount, state: AccountState)
         sandbox_seed: command.sandboxSeed,
         ...(command.googleAds ? { google_ads: command.googleAds } : {}),
       },
-      { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'account', id: command.accountId } },
+      streams.account(command.workspaceId, command.accountId),
       command.meta,
     ),
   ];

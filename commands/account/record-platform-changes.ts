@@ -2,8 +2,10 @@ import type { PlatformChangeObservedData } from '../../src/events/catalogue/inde
 import { AccountNotFoundError } from '../errors.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 import type { AccountState } from './account-state.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 export interface RecordPlatformChanges {
+  readonly type: 'RecordPlatformChanges';
   readonly workspaceId: string;
   readonly accountId: string;
   /** Oldest first, as the platform listed them. */
@@ -29,7 +31,7 @@ export function decideRecordPlatformChanges(command: RecordPlatformChanges, stat
     }
     seen.add(change.change_id);
     idsAtLastTime = [...seen];
-    events.push(newEvent('PlatformChangeObserved', change, { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'account', id: command.accountId } }, command.meta));
+    events.push(newEvent('PlatformChangeObserved', change, streams.account(command.workspaceId, command.accountId), command.meta));
   }
   return events;
 }

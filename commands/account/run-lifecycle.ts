@@ -14,6 +14,7 @@ function accountAddress(workspaceId: string, accountId: string): EventAddress {
 }
 
 export interface StartRun {
+  readonly type: 'StartRun';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly runId: string;
@@ -41,6 +42,7 @@ export function decideStartRun(command: StartRun, state: AccountState) {
 }
 
 export interface CancelRun {
+  readonly type: 'CancelRun';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly runId: string;
@@ -62,13 +64,19 @@ export function decideCancelRun(command: CancelRun, state: AccountState) {
 
 /** Why a worker could not claim a run; the worker acknowledges the message and moves on. */
 export class RunNotClaimableError extends Error {
-  constructor(readonly runId: string, readonly reason: 'not_queued') {
+  readonly runId: string;
+  readonly reason: 'not_queued';
+
+  constructor(runId: string, reason: 'not_queued') {
     super(`run ${runId} is no longer queued`);
+    this.runId = runId;
+    this.reason = reason;
     this.name = 'RunNotClaimableError';
   }
 }
 
 export interface ClaimRun {
+  readonly type: 'ClaimRun';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly runId: string;
@@ -103,6 +111,7 @@ export type RunOutcome =
     };
 
 export interface FinishRun {
+  readonly type: 'FinishRun';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly runId: string;

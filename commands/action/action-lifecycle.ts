@@ -1,42 +1,47 @@
-import { ProblemError } from '../../src/errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../src/errors/app-error.ts';
 import type { AppliedOperation, PartialFailure } from '../../src/events/catalogue/index.ts';
+import { isDeepStrictEqual } from 'node:util';
+import { EditBlockedByPolicyError, editedParams, type ReviewedEdit } from './action-edit.ts';
 import { newEvent, type CommandMeta, type EventAddress } from '../shared/new-event.ts';
 import { AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
-export class ActionNotFoundError extends ProblemError {
+export class ActionNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
   constructor(actionId: string) {
-    super({ type: 'action-not-found', status: 404, title: 'Action not found', detail: `No action ${actionId} in this account.` });
+    super('action-not-found', `No action ${actionId} in this account.`);
   }
 }
 
-export class ActionNotInQueueError extends ProblemError {
+export class ActionNotInQueueError extends AppError {
+  readonly kind = ErrorKind.IllegalState;
   constructor(actionId: string, status: string) {
-    super({
-      type: 'action-not-in-queue',
-      status: 409,
-      title: 'The action is not waiting for approval',
-      detail: `Action ${actionId} is ${status}; only a queued (or returned) action can be approved or rejected.`,
-      extensions: { action_status: status },
+    super('action-not-in-queue', `Action ${actionId} is ${status}; only a queued (or returned) action can be edited, approved or rejected.`, {
+      details: { action_status: status },
     });
   }
 }
 
-export class DistinctApproverRequiredError extends ProblemError {
+export class DistinctApproverRequiredError extends AppError {
+  readonly kind = ErrorKind.Forbidden;
   constructor(actionId: string, keyId: string) {
-    super({
-      type: 'distinct-approver-required',
-      status: 403,
-      title: 'Another key must approve this action',
-      detail: `The workspace requires a distinct approver: API key ${keyId} proposed action ${actionId} (or started the run that proposed it) and cannot approve it.`,
-      extensions: { proposer_key_id: keyId },
-    });
+    super(
+      'distinct-approver-required',
+      `The workspace requires a distinct approver: API key ${keyId} proposed action ${actionId} (or started the run that proposed it) and cannot approve it.`,
+      { details: { proposer_key_id: keyId } },
+    );
   }
 }
 
 /** The apply worker has nothing to do for this action (already applied, rejected, ...). */
 export class NothingToApplyError extends Error {
-  constructor(readonly actionId: string, readonly status: string) {
+  readonly actionId: string;
+  readonly status: string;
+
+  constructor(actionId: string, status: string) {
     super(`action ${actionId} is ${status}`);
+    this.actionId = actionId;
+    this.status = status;
     this.name = 'NothingToApplyError';
   }
 }
@@ -49,7 +54,7 @@ interface OnAction {
 }
 
 function address(command: OnAction): EventAddress {
-  return { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'action', id: command.actionId } };
+  return streams.action(command.workspaceId, command.accountId, command.actionId);
 }
 
 function awaitingApproval(command: OnAction, state: ActionState): void {
@@ -58,24 +63,41 @@ function awaitingApproval(command: OnAction, state: ActionState): void {
 }
 
 export interface ApproveAction extends OnAction {
+  readonly type: 'ApproveAction';
   readonly note: string;
-}
-
-/** What the workspace says about who may approve; the write model reads it from the workspace aggregate. */
-export interface ApprovalRules {
+  /** The workspace's rule, read before the command (approve-action.ts): the key behind the proposal cannot approve it. */
   readonly requireDistinctApprover: boolean;
+  /** The approver's edit, reviewed by the policy; absent to approve the action as it stands. */
+  readonly edit?: ReviewedEdit;
 }
 
-export function decideApproveAction(command: ApproveAction & ApprovalRules, state: ActionState) {
+/**
+ * Approves a queued action, edited first when the command carries an edit: ActionEdited
+ * (both versions) then ActionApproved, in one append, so what is approved is exactly what
+ * the apply worker applies. An edit may only drop or re-match proposed keywords or change a
+ * budget or target value (editedParams), and a version the policy blocks is refused.
+ */
+export function decideApproveAction(command: ApproveAction, state: ActionState) {
   awaitingApproval(command, state);
   const approver = command.meta.actor;
   if (command.requireDistinctApprover && approver.kind === 'api_key' && state.proposerKeyId === approver.id) {
     throw new DistinctApproverRequiredError(command.actionId, approver.id);
   }
-  return [newEvent('ActionApproved', { note: command.note }, address(command), command.meta)];
+  const approved = newEvent('ActionApproved', { note: command.note }, address(command), command.meta);
+  if (!command.edit) return [approved];
+  const { edit, after } = command.edit;
+  const expected = editedParams(state.kind, state.params, edit);
+  if (!isDeepStrictEqual(expected, after.params)) {
+    // The review read other params than the action has now: a caller's bug, never a client's input.
+    throw new Error(`the reviewed edit of action ${command.actionId} does not match its current params`);
+  }
+  if (after.risk_tier === 'blocked') throw new EditBlockedByPolicyError(after.policy_reasons);
+  const before = { summary: state.summary, params: state.params, based_on: state.basedOn, risk_tier: state.riskTier!, policy_reasons: state.policyReasons };
+  return [newEvent('ActionEdited', { before, after, edit: { ...edit } }, address(command), command.meta), approved];
 }
 
 export interface RejectAction extends OnAction {
+  readonly type: 'RejectAction';
   readonly reason: string;
 }
 
@@ -86,16 +108,28 @@ export function decideRejectAction(command: RejectAction, state: ActionState) {
 
 /** Another apply worker's claim on the action is live: nobody else may apply it until the lease ends. */
 export class ApplyClaimHeldError extends Error {
-  constructor(readonly actionId: string, readonly holder: string, readonly leaseUntil: string) {
+  readonly actionId: string;
+  readonly holder: string;
+  readonly leaseUntil: string;
+
+  constructor(actionId: string, holder: string, leaseUntil: string) {
     super(`action ${actionId} is being applied by ${holder} (claim leased until ${leaseUntil})`);
+    this.actionId = actionId;
+    this.holder = holder;
+    this.leaseUntil = leaseUntil;
     this.name = 'ApplyClaimHeldError';
   }
 }
 
 /** The worker's claim is no longer the action's claim (its lease ran out and another worker took over, or the attempt ended). */
 export class ApplyClaimLostError extends Error {
-  constructor(readonly actionId: string, readonly claimId: string) {
+  readonly actionId: string;
+  readonly claimId: string;
+
+  constructor(actionId: string, claimId: string) {
     super(`claim ${claimId} on action ${actionId} is no longer the current claim`);
+    this.actionId = actionId;
+    this.claimId = claimId;
     this.name = 'ApplyClaimLostError';
   }
 }
@@ -109,6 +143,7 @@ function liveClaim(state: ActionState, now: Date) {
 }
 
 export interface StartApply extends OnAction {
+  readonly type: 'StartApply';
   readonly workerId: string;
   /** Fresh for every attempt; heartbeats and the finish must name it. */
   readonly claimId: string;
@@ -141,6 +176,7 @@ export function decideStartApply(command: StartApply, state: ActionState) {
 }
 
 export interface HeartbeatApply extends OnAction {
+  readonly type: 'HeartbeatApply';
   readonly workerId: string;
   readonly claimId: string;
   readonly leaseMs: number;
@@ -160,6 +196,7 @@ export type ApplyResult =
   | { readonly kind: 'returned'; readonly reason: string };
 
 export interface FinishApply extends OnAction {
+  readonly type: 'FinishApply';
   readonly workerId: string;
   /** The claim the attempt ran under; null for a return decided before claiming (re-check, kill switch). */
   readonly claimId: string | null;

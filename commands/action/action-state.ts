@@ -31,6 +31,9 @@ export interface ActionState {
   readonly attempts: number;
   readonly params: Record<string, unknown>;
   readonly basedOn: Record<string, unknown>;
+  /** The summary and policy reasons people see; with params, based_on and the tier, what an edit records as `before`. */
+  readonly summary: string;
+  readonly policyReasons: readonly string[];
   readonly runId: string | null;
   /** When it was proposed (ISO): the UTC day whose quota its auto-apply slot counts against. */
   readonly proposedAt: string | null;
@@ -40,8 +43,9 @@ export interface ActionState {
   readonly claim: ApplyClaim | null;
 }
 
-export const actionFolder = {
-  stateVersion: 3,
+/** How an action's events fold into its decision state (the decider is action-decider.ts). */
+export const actionFold = {
+  stateVersion: 4,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -51,6 +55,8 @@ export const actionFolder = {
     attempts: 0,
     params: {},
     basedOn: {},
+    summary: '',
+    policyReasons: [],
     runId: null,
     proposedAt: null,
     proposerKeyId: null,
@@ -68,10 +74,17 @@ export const actionFolder = {
           autoApplied: event.data.disposition === 'auto_applied',
           params: event.data.params,
           basedOn: event.data.based_on,
+          summary: event.data.summary,
+          policyReasons: event.data.policy_reasons,
           runId: event.data.run_id,
           proposedAt: event.time,
           proposerKeyId: event.data.proposer_key_id ?? (event.actor.kind === 'api_key' ? event.actor.id : null),
         };
+      case 'ActionEdited': {
+        // From here on the action is the edited version: the apply worker applies these params.
+        const { after } = event.data;
+        return { ...state, params: after.params, basedOn: after.based_on, summary: after.summary, policyReasons: after.policy_reasons, riskTier: after.risk_tier };
+      }
       case 'ActionApproved':
         return { ...state, status: 'approved', autoApplied: false };
       case 'ActionRejected':

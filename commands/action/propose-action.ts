@@ -1,8 +1,10 @@
 import type { ActionProposedData } from '../../src/events/catalogue/index.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 import type { ActionState } from './action-state.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 export interface ProposeAction {
+  readonly type: 'ProposeAction';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly proposal: ActionProposedData;
@@ -16,7 +18,7 @@ export function decideProposeAction(command: ProposeAction, state: ActionState) 
     newEvent(
       'ActionProposed',
       command.proposal,
-      { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'action', id: command.proposal.action_id } },
+      streams.action(command.workspaceId, command.accountId, command.proposal.action_id),
       command.meta,
     ),
   ];

@@ -1,5 +1,7 @@
 import type { DomainEvent, KeyScope } from '../../src/events/catalogue/index.ts';
 import { AlreadyExistsError, KeyNotFoundError } from '../errors.ts';
+import { streams } from '../../src/event-store/subjects.ts';
+import { unknownCommand, type Decider } from '../shared/decider.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 
 export interface KeyState {
@@ -8,7 +10,7 @@ export interface KeyState {
   readonly revoked: boolean;
 }
 
-export const keyFolder = {
+const keyFold = {
   stateVersion: 1,
   initialState: (): KeyState => ({ exists: false, scope: null, revoked: false }),
   evolve(state: KeyState, event: DomainEvent): KeyState {
@@ -24,6 +26,7 @@ export const keyFolder = {
 };
 
 export interface IssueKey {
+  readonly type: 'IssueKey';
   readonly workspaceId: string;
   readonly keyId: string;
   readonly name: string;
@@ -38,13 +41,14 @@ export function decideIssueKey(command: IssueKey, state: KeyState) {
     newEvent(
       'ApiKeyIssued',
       { name: command.name, scope: command.scope, secret_hash: command.secretHash },
-      { workspaceId: command.workspaceId, accountId: null, aggregate: { type: 'key', id: command.keyId } },
+      streams.key(command.workspaceId, command.keyId),
       command.meta,
     ),
   ];
 }
 
 export interface RevokeKey {
+  readonly type: 'RevokeKey';
   readonly workspaceId: string;
   readonly keyId: string;
   readonly meta: CommandMeta;
@@ -58,8 +62,27 @@ export function decideRevokeKey(command: RevokeKey, state: KeyState) {
     newEvent(
       'ApiKeyRevoked',
       {},
-      { workspaceId: command.workspaceId, accountId: null, aggregate: { type: 'key', id: command.keyId } },
+      streams.key(command.workspaceId, command.keyId),
       command.meta,
     ),
   ];
 }
+
+export type KeyCommand = IssueKey | RevokeKey;
+
+/** An API key: issued once, revoked at most once. */
+export const keyDecider: Decider<KeyCommand, KeyState> = {
+  name: 'key',
+  ...keyFold,
+  decide(command, state) {
+    switch (command.type) {
+      case 'IssueKey':
+        return decideIssueKey(command, state);
+      case 'RevokeKey':
+        return decideRevokeKey(command, state);
+      default:
+        return unknownCommand(command);
+    }
+  },
+  streamOf: (command) => streams.key(command.workspaceId, command.keyId),
+};

@@ -1,4 +1,6 @@
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
+import { quotaAggregateId, streams } from '../../src/event-store/subjects.ts';
+import { unknownCommand, type Decider } from '../shared/decider.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 
 /** Auto-applied actions per account per UTC day. */
@@ -32,7 +34,7 @@ export interface QuotaState {
 
 export const bandKey = (campaignId: string, field: BandedField) => `${campaignId}/${field}`;
 
-export const quotaFolder = {
+const quotaFold = {
   stateVersion: 2,
   initialState: (): QuotaState => ({ actionIds: [], bands: {}, spendShare: 0 }),
   evolve(state: QuotaState, event: DomainEvent): QuotaState {
@@ -49,25 +51,39 @@ export const quotaFolder = {
 };
 
 export class AutoApplyCapReachedError extends Error {
-  constructor(readonly day: string, readonly cap: number) {
+  readonly day: string;
+  readonly cap: number;
+
+  constructor(day: string, cap: number) {
     super(`the account's ${cap} auto-apply slots of ${day} (UTC) are used`);
+    this.day = day;
+    this.cap = cap;
     this.name = 'AutoApplyCapReachedError';
   }
 }
 
 /** The change, measured from the day's first value of the field, leaves the safe band. */
 export class DayBandExceededError extends Error {
+  readonly field: BandedField;
+  readonly baseline: number;
+  readonly next: number;
+  readonly safeMax: number;
+
   constructor(
-    readonly field: BandedField,
-    readonly baseline: number,
-    readonly next: number,
-    readonly safeMax: number,
+    field: BandedField,
+    baseline: number,
+    next: number,
+    safeMax: number,
   ) {
     const change = (next - baseline) / baseline;
     super(
       `${field} ${next} is ${(change * 100).toFixed(1)}% from the day's first value ${baseline}; ` +
         `auto-applied changes of one day stay within ±${(safeMax * 100).toFixed(1)}% of it`,
     );
+    this.field = field;
+    this.baseline = baseline;
+    this.next = next;
+    this.safeMax = safeMax;
     this.name = 'DayBandExceededError';
   }
 }
@@ -78,17 +94,29 @@ export class DayBandExceededError extends Error {
  * (which counts applied changes) could not hold them apart.
  */
 export class CampaignAlreadyChangedTodayError extends Error {
-  constructor(readonly campaignId: string, readonly otherField: BandedField) {
+  readonly campaignId: string;
+  readonly otherField: BandedField;
+
+  constructor(campaignId: string, otherField: BandedField) {
     super(`the campaign's ${otherField} already has an auto-applied change today; one budget or target setting per campaign per day is auto-applied (learning period)`);
+    this.campaignId = campaignId;
+    this.otherField = otherField;
     this.name = 'CampaignAlreadyChangedTodayError';
   }
 }
 
 /** The account's auto-applied negatives and pauses would touch more of its 30-day spend today than the cap. */
 export class DailySpendShareCapError extends Error {
-  constructor(readonly used: number, readonly share: number, readonly cap: number) {
+  readonly used: number;
+  readonly share: number;
+  readonly cap: number;
+
+  constructor(used: number, share: number, cap: number) {
     const pct = (f: number) => `${(f * 100).toFixed(1)}%`;
     super(`auto-applied negatives and pauses already touch ${pct(used)} of the account's 30-day spend today; ${pct(share)} more would exceed the daily cap of ${pct(cap)}`);
+    this.used = used;
+    this.share = share;
+    this.cap = cap;
     this.name = 'DailySpendShareCapError';
   }
 }
@@ -100,6 +128,7 @@ export type AutoApplyTouch =
   | { readonly kind: 'spend'; readonly share: number; readonly dailyCap: number };
 
 export interface ReserveAutoApplySlot {
+  readonly type: 'ReserveAutoApplySlot';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly day: string;
@@ -109,9 +138,6 @@ export interface ReserveAutoApplySlot {
   readonly meta: CommandMeta;
 }
 
-export function quotaAggregateId(accountId: string, day: string): string {
-  return `${accountId}_${day.replaceAll('-', '')}`;
-}
 
 // Rounding slack: values are cents or tenths, shares are sums of fractions.
 const EPSILON = 1e-9;
@@ -153,3 +179,22 @@ export function decideReserveAutoApplySlot(command: ReserveAutoApplySlot, state:
     ),
   ];
 }
+
+export type QuotaCommand = ReserveAutoApplySlot;
+
+/** An account's auto-apply quota of one UTC day. */
+export const quotaDecider: Decider<QuotaCommand, QuotaState> = {
+  name: 'quota',
+  ...quotaFold,
+  // Many proposals race for the same day's slots: more attempts than usual.
+  maxAttempts: 200,
+  decide(command, state) {
+    switch (command.type) {
+      case 'ReserveAutoApplySlot':
+        return decideReserveAutoApplySlot(command, state);
+      default:
+        return unknownCommand(command.type);
+    }
+  },
+  streamOf: (command) => streams.quota(command.workspaceId, command.accountId, command.day),
+};

@@ -1,4 +1,6 @@
 import type { DomainEvent, ToolCalledData } from '../../src/events/catalogue/index.ts';
+import { streams } from '../../src/event-store/subjects.ts';
+import { unknownCommand, type Decider } from '../shared/decider.ts';
 import { newEvent, type CommandMeta } from '../shared/new-event.ts';
 
 /** A run's transcript aggregate (subject `...run.<runId>`): the tool calls, in order. */
@@ -6,7 +8,7 @@ export interface TranscriptState {
   readonly toolCalls: number;
 }
 
-export const transcriptFolder = {
+const transcriptFold = {
   stateVersion: 1,
   initialState: (): TranscriptState => ({ toolCalls: 0 }),
   evolve(state: TranscriptState, event: DomainEvent): TranscriptState {
@@ -15,6 +17,7 @@ export const transcriptFolder = {
 };
 
 export interface RecordToolCall {
+  readonly type: 'RecordToolCall';
   readonly workspaceId: string;
   readonly accountId: string;
   readonly call: ToolCalledData;
@@ -28,8 +31,25 @@ export function decideRecordToolCall(command: RecordToolCall, state: TranscriptS
     newEvent(
       'ToolCalled',
       command.call,
-      { workspaceId: command.workspaceId, accountId: command.accountId, aggregate: { type: 'run', id: command.call.run_id } },
+      streams.run(command.workspaceId, command.accountId, command.call.run_id),
       command.meta,
     ),
   ];
 }
+
+export type TranscriptCommand = RecordToolCall;
+
+/** A run's transcript: its tool calls in order, each recorded once. */
+export const transcriptDecider: Decider<TranscriptCommand, TranscriptState> = {
+  name: 'transcript',
+  ...transcriptFold,
+  decide(command, state) {
+    switch (command.type) {
+      case 'RecordToolCall':
+        return decideRecordToolCall(command, state);
+      default:
+        return unknownCommand(command.type);
+    }
+  },
+  streamOf: (command) => streams.run(command.workspaceId, command.accountId, command.call.run_id),
+};

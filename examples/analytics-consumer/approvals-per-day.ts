@@ -13,7 +13,7 @@
  * - A message at or below the checkpoint was already counted (the process died between
  *   COMMIT and ack, or an ack was lost): it is acked and skipped.
  *
- * Run it: `tsx examples/analytics-consumer/approvals-per-day.ts` (configuration by env).
+ * Run it: `node examples/analytics-consumer/approvals-per-day.ts` (configuration by env).
  */
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -86,16 +86,26 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/i;
 
 /** A version of a counted type this consumer was not written for: stop and upgrade rather than guess. */
 export class UnsupportedEventVersionError extends Error {
-  constructor(readonly type: string, readonly version: number, readonly seq: number) {
+  readonly type: string;
+  readonly version: number;
+  readonly seq: number;
+
+  constructor(type: string, version: number, seq: number) {
     super(`${type} v${version} at stream sequence ${seq} is not understood by this consumer; upgrade it`);
+    this.type = type;
+    this.version = version;
+    this.seq = seq;
     this.name = 'UnsupportedEventVersionError';
   }
 }
 
 /** A message that can never be counted; retrying it would stop the consumer for good. */
 export class CorruptEventError extends Error {
-  constructor(readonly seq: number, reason: string) {
+  readonly seq: number;
+
+  constructor(seq: number, reason: string) {
     super(`stream sequence ${seq} is not a usable action event: ${reason}`);
+    this.seq = seq;
     this.name = 'CorruptEventError';
   }
 }
@@ -177,7 +187,10 @@ export class ApprovalsPerDayConsumer {
   private killed = false;
   private stats = { counted: 0, skipped: 0, ignored: 0, failures: 0, corrupt: 0, lastError: null as string | null };
 
-  constructor(private readonly options: ApprovalsPerDayOptions) {
+  private readonly options: ApprovalsPerDayOptions;
+
+  constructor(options: ApprovalsPerDayOptions) {
+    this.options = options;
     if (!IDENTIFIER.test(options.schema)) throw new Error(`schema must be a plain SQL identifier, got '${options.schema}'`);
     this.durableName = options.durableName ?? 'analytics-approvals-per-day';
     this.filterSubject = `${options.subjectPrefix}.v1.*.*.action.*`;

@@ -1,50 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { approvalsUrl } from '../../src/policy/proposal-service.ts';
 import type { ApprovalsTable } from './approvals-tables.ts';
 
 export type ApprovalRow = Selectable<ApprovalsTable>;
-
-/** An action as the approvals endpoints show it: the specification's Action plus its lifecycle. */
-export interface ApprovalRepresentation {
-  readonly id: string;
-  readonly object: 'action';
-  readonly kind: string;
-  readonly summary: string;
-  readonly reason: string;
-  readonly params: Record<string, unknown>;
-  readonly risk_tier: string;
-  readonly disposition: string;
-  readonly policy_reasons: readonly string[];
-  readonly approvals_url: string;
-  readonly status: string;
-  readonly status_reason: string | null;
-  readonly run_id: string | null;
-  readonly project_id: string;
-  readonly created_at: string;
-  readonly updated_at: string;
-}
-
-export function toApprovalRepresentation(row: ApprovalRow, publicBaseUrl: string): ApprovalRepresentation {
-  return {
-    id: row.id,
-    object: 'action',
-    kind: row.kind,
-    summary: row.summary,
-    reason: row.reason,
-    params: row.params,
-    risk_tier: row.risk_tier,
-    disposition: row.disposition,
-    policy_reasons: row.policy_reasons,
-    approvals_url: approvalsUrl(publicBaseUrl, row.account_id),
-    status: row.status,
-    status_reason: row.status_reason,
-    run_id: row.run_id,
-    project_id: row.account_id,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
 
 export async function findApproval(db: Kysely<Database>, workspaceId: string, accountId: string, actionId: string) {
   return db

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { ActionAppliedData, DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
@@ -9,7 +9,7 @@ export const APPROVALS_PROJECTION = 'approvals';
 /** Every action of every account with its current status: the approvals view. */
 export const approvalsProjection: Projection = {
   name: APPROVALS_PROJECTION,
-  version: 2,
+  version: 3,
   tables: ['approvals'],
 
   async createTables(db: Kysely<any>) {
@@ -28,6 +28,9 @@ export const approvalsProjection: Projection = {
       .addColumn('policy_reasons', 'jsonb', (c) => c.notNull())
       .addColumn('status', 'text', (c) => c.notNull())
       .addColumn('status_reason', 'text')
+      .addColumn('original', 'jsonb')
+      .addColumn('edited_at', 'timestamptz')
+      .addColumn('edited_by', 'text')
       .addColumn('apply_attempts', 'integer', (c) => c.notNull())
       .addColumn('proposed_seq', 'bigint', (c) => c.notNull())
       .addColumn('created_at', 'timestamptz', (c) => c.notNull())
@@ -36,6 +39,9 @@ export const approvalsProjection: Projection = {
       .execute();
     await db.schema.createIndex('approvals_account').on('approvals').columns(['account_id', 'proposed_seq']).execute();
   },
+
+  // Every event apply acts on is an action's (ActionProposed, ActionApproved, ...).
+  handles: (event) => event.type.startsWith('Action'),
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
     for (const { seq, event: raw } of events) {
@@ -64,6 +70,9 @@ export const approvalsProjection: Projection = {
               policy_reasons: JSON.stringify(event.data.policy_reasons),
               status: event.data.disposition,
               status_reason: null,
+              original: null,
+              edited_at: null,
+              edited_by: null,
               apply_attempts: 0,
               proposed_seq: seq,
               created_at: event.time,
@@ -72,6 +81,27 @@ export const approvalsProjection: Projection = {
             })
             .execute();
           break;
+        case 'ActionEdited': {
+          const { before, after } = event.data;
+          // The first version stays the original: a returned action edited again keeps pointing at the proposal.
+          const original = JSON.stringify({ summary: before.summary, params: before.params, risk_tier: before.risk_tier, policy_reasons: before.policy_reasons });
+          await trx
+            .updateTable('approvals')
+            .set({
+              summary: after.summary,
+              params: JSON.stringify(after.params),
+              risk_tier: after.risk_tier,
+              policy_reasons: JSON.stringify(after.policy_reasons),
+              original: sql<string>`coalesce(original, ${original}::jsonb)`,
+              edited_at: event.time,
+              edited_by: `${event.actor.kind}:${event.actor.id}`,
+              updated_at: event.time,
+              last_seq: seq,
+            })
+            .where('id', '=', event.aggregate.id)
+            .execute();
+          break;
+        }
         case 'ActionApproved':
           await update('approved', event.data.note || null);
           break;

@@ -16,9 +16,22 @@ export interface ApprovalsTable {
   status: ActionStatus;
   /** Why it last changed status (return reason, rejection reason, platform error). */
   status_reason: string | null;
+  /** Before the first edit (ActionEdited): the proposal's summary, params, risk tier and reasons; null while unedited. */
+  original: JSONColumnType<EditedFrom, string, string> | null;
+  edited_at: ColumnType<Date | null, string | null, string>;
+  /** `<actor kind>:<id>` of the last edit, e.g. `api_key:k_123`. */
+  edited_by: string | null;
   apply_attempts: number;
   proposed_seq: number;
   created_at: ColumnType<Date, string, never>;
   updated_at: ColumnType<Date, string, string>;
   last_seq: number;
+}
+
+/** The version of an action before it was edited, kept for reference. */
+export interface EditedFrom {
+  readonly summary: string;
+  readonly params: Record<string, unknown>;
+  readonly risk_tier: string;
+  readonly policy_reasons: readonly string[];
 }

@@ -4,6 +4,9 @@ import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import type { Projection } from '../runtime/projection.ts';
 
+/** The event types `apply` writes rows for. */
+const IDENTITY_EVENTS: ReadonlySet<string> = new Set(['WorkspaceCreated', 'AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked'] satisfies DomainEvent['type'][]);
+
 /**
  * Workspaces, accounts and API keys (hashes only): what authentication and tenancy checks
  * read on every request.
@@ -44,6 +47,8 @@ export const identityProjection: Projection = {
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .execute();
   },
+
+  handles: (event) => IDENTITY_EVENTS.has(event.type),
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
     for (const { seq, event: raw } of events) {

@@ -1,17 +1,9 @@
-import type { Selectable } from 'kysely';
 import { RUN_LIMITS } from '../../src/agent/run-limits.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
-import type { RunActionsTable, RunsTable } from './runs-tables.ts';
+import type { RunActionRecord, RunRecord } from './run-record.ts';
 
-/** A runs row as the fold works on it: timestamps as ISO strings, JSON columns as values. */
-export type RunRecord = Omit<Selectable<RunsTable>, 'created_at' | 'started_at' | 'finished_at'> & {
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-};
-
-export type RunActionRecord = Omit<Selectable<RunActionsTable>, 'policy_reasons'> & { policy_reasons: string[] };
+export type { RunActionRecord, RunRecord } from './run-record.ts';
 
 /** The run an event belongs to, for events this projection folds. */
 export function runIdOf(event: DomainEvent): string | null {
@@ -30,13 +22,13 @@ export function runIdOf(event: DomainEvent): string | null {
   }
 }
 
-export function toRunRecord(row: Selectable<RunsTable>): RunRecord {
-  return {
-    ...row,
-    created_at: row.created_at.toISOString(),
-    started_at: row.started_at?.toISOString() ?? null,
-    finished_at: row.finished_at?.toISOString() ?? null,
-  };
+/**
+ * Milliseconds from when the run began (started, else queued) to when it ended. For runs whose
+ * terminal event carries no duration: a canceled run (never started) and a run that failed
+ * before a worker took it; every terminal run has a `duration_ms`.
+ */
+function elapsedMs(row: RunRecord, finishedAt: string): number {
+  return Math.max(0, Date.parse(finishedAt) - Date.parse(row.started_at ?? row.created_at));
 }
 
 /**
@@ -86,7 +78,7 @@ export function foldRunEvents(rows: Map<string, RunRecord>, events: readonly Sto
         Object.assign(row, { status: 'running', started_at: event.time, worker_id: event.data.worker_id, agent: event.data.agent });
         break;
       case 'RunCanceled':
-        Object.assign(row, { status: 'canceled', finished_at: event.time });
+        Object.assign(row, { status: 'canceled', finished_at: event.time, duration_ms: elapsedMs(row, event.time) });
         break;
       case 'RunSucceeded':
         Object.assign(row, {
@@ -102,7 +94,7 @@ export function foldRunEvents(rows: Map<string, RunRecord>, events: readonly Sto
         Object.assign(row, {
           status: 'failed',
           finished_at: event.time,
-          duration_ms: event.data.duration_ms,
+          duration_ms: event.data.duration_ms ?? elapsedMs(row, event.time),
           result_text: event.data.text,
           truncated: event.data.truncated,
           usage: event.data.usage,

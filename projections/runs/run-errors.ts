@@ -1,7 +1,9 @@
-import { ProblemError } from '../../src/errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../src/errors/app-error.ts';
 
-export class RunNotFoundError extends ProblemError {
+export class RunNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
+
   constructor(runId: string) {
-    super({ type: 'run-not-found', status: 404, title: 'Run not found', detail: `No run ${runId} in this workspace.` });
+    super('run-not-found', `No run ${runId} in this workspace.`);
   }
 }

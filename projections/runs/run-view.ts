@@ -1,12 +1,22 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { approvalsUrl, type ActionRepresentation } from '../../src/policy/proposal-service.ts';
 import { TERMINAL_RUN_STATUSES, type RunStatus, type RunsTable } from './runs-tables.ts';
 
 export type RunRow = Selectable<RunsTable>;
 
-/** The Run resource of the specification, as GET /api/v1/runs/{runId} returns it. */
-export interface RunRepresentation {
+/** What the read model knows of an action a run proposed (the HTTP edge turns it into the Action representation). */
+export interface RunActionFacts {
+  readonly id: string;
+  readonly account_id: string;
+  readonly kind: string;
+  readonly summary: string;
+  readonly risk_tier: string;
+  readonly disposition: string;
+  readonly policy_reasons: readonly string[];
+}
+
+/** The Run resource of the specification, as GET /api/v1/runs/{runId} returns it; `A` is the action representation. */
+export interface RunRepresentation<A = RunActionFacts> {
   readonly id: string;
   readonly object: 'run';
   readonly status: RunStatus;
@@ -23,7 +33,7 @@ export interface RunRepresentation {
   readonly result: {
     readonly text: string;
     readonly truncated: boolean;
-    readonly actions: readonly ActionRepresentation[];
+    readonly actions: readonly A[];
     readonly tool_calls: readonly { name: string; input: Record<string, unknown>; ok: boolean }[];
     readonly usage: { input_tokens: number; output_tokens: number; steps: number };
   };
@@ -43,21 +53,21 @@ export async function findRun(db: Kysely<Database>, workspaceId: string, runId: 
   return db.selectFrom('runs').selectAll().where('id', '=', runId).where('workspace_id', '=', workspaceId).executeTakeFirst();
 }
 
-/** The run's actions in the order they were proposed, as the specification's Action objects. */
-export async function findRunActions(db: Kysely<Database>, runId: string, publicBaseUrl: string): Promise<ActionRepresentation[]> {
+/** The run's actions in the order they were proposed. */
+export async function findRunActions(db: Kysely<Database>, runId: string): Promise<RunActionFacts[]> {
   const rows = await db.selectFrom('run_actions').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
   return rows.map((row) => ({
     id: row.id,
+    account_id: row.account_id,
     kind: row.kind,
     summary: row.summary,
-    risk_tier: row.risk_tier as ActionRepresentation['risk_tier'],
-    disposition: row.disposition as ActionRepresentation['disposition'],
+    risk_tier: row.risk_tier,
+    disposition: row.disposition,
     policy_reasons: row.policy_reasons,
-    approvals_url: approvalsUrl(publicBaseUrl, row.account_id),
   }));
 }
 
-export function toRunRepresentation(row: RunRow, publicBaseUrl: string, actions: readonly ActionRepresentation[] = []): RunRepresentation {
+export function toRunRepresentation<A>(row: RunRow, publicBaseUrl: string, actions: readonly A[] = []): RunRepresentation<A> {
   return {
     id: row.id,
     object: 'run',

@@ -1,16 +1,18 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import type { Projection } from '../runtime/projection.ts';
-import { foldRunEvents, runIdOf, toRunRecord, type RunRecord } from './fold-runs.ts';
+import { foldRunEvents, runIdOf, type RunRecord } from './fold-runs.ts';
+import type { RunsTable } from './runs-tables.ts';
 
 export const RUNS_PROJECTION = 'runs';
 
 /** The runs GET /api/v1/runs/{runId} serves: status, timings, result and error of each run. */
 export const runsProjection: Projection = {
   name: RUNS_PROJECTION,
-  version: 4,
+  // 5: canceled runs (and runs failed before starting) have a duration_ms.
+  version: 5,
   tables: ['run_actions', 'runs'],
 
   async createTables(db: Kysely<any>) {
@@ -54,6 +56,8 @@ export const runsProjection: Projection = {
       .execute();
     await db.schema.createIndex('run_actions_run').on('run_actions').columns(['run_id', 'seq']).execute();
   },
+
+  handles: (event) => runIdOf(event as DomainEvent) !== null,
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
     const runIds = [...new Set(events.map((e) => runIdOf(e.event as DomainEvent)).filter((id): id is string => id !== null))];
@@ -109,4 +113,14 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   const result: T[][] = [];
   for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
   return result;
+}
+
+/** A stored row as the fold takes it: timestamps as ISO strings. */
+function toRunRecord(row: Selectable<RunsTable>): RunRecord {
+  return {
+    ...row,
+    created_at: row.created_at.toISOString(),
+    started_at: row.started_at?.toISOString() ?? null,
+    finished_at: row.finished_at?.toISOString() ?? null,
+  };
 }

@@ -24,6 +24,10 @@ export interface IsolatingOptions {
    * at the head and refuse it as a replay.
    */
   readonly checkChain?: boolean;
+  /** Chain heads the caller knows to be current; those subjects' heads are not read. */
+  readonly knownHeads?: ReadonlyMap<string, string>;
+  /** Told the heads this batch moved (written in the caller's transaction, not yet committed). */
+  readonly onHeadsMoved?: (moved: ReadonlyMap<string, string>) => void;
 }
 
 /**
@@ -54,7 +58,8 @@ export async function applyIsolating(
   }
   // A validly signed event that does not continue its subject's hash chain is a replay or an
   // insertion (see chain-heads.ts); it is parked like any other event that cannot be believed.
-  const chains = options.checkChain === false ? { continuing: believable, broken: [] } : await checkChains(trx, projection, believable);
+  const chains = options.checkChain === false ? { continuing: believable, broken: [] } : await checkChains(trx, projection, believable, options.knownHeads);
+  if ('moved' in chains) options.onHeadsMoved?.(chains.moved);
   for (const { entry, expected } of chains.broken) {
     await park({
       projection: projection.name,
@@ -65,7 +70,8 @@ export async function applyIsolating(
       payload: entry.payload,
     });
   }
-  const admitted = chains.continuing;
+  // Events the projection has no use for need no savepoint and no statement of their own.
+  const admitted = projection.handles ? chains.continuing.filter((entry) => projection.handles!(entry.stored.event)) : chains.continuing;
   if (admitted.length === 0) return parked;
 
   const whole = await attempt(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));

@@ -41,28 +41,40 @@ export interface ChainCheck<T> {
   readonly continuing: T[];
   /** Entries that do not, each with the hash its subject expected. */
   readonly broken: { readonly entry: T; readonly expected: string }[];
+  /** The new head hash of each subject the batch moved, as written in the transaction. */
+  readonly moved: ReadonlyMap<string, string>;
 }
 
 /**
  * Splits a batch (in stream order) into events that continue their subject's chain and
  * events that do not, and records the new heads in the same transaction. Two queries a
- * batch: one read of the heads of the batch's subjects, one multi-row upsert.
+ * batch: one read of the heads of the batch's subjects, one multi-row upsert. `known` heads
+ * (what the caller committed itself, while no one else wrote: see the projector) are not read.
  */
 export async function checkChains<T extends { readonly stored: StoredEvent }>(
   trx: Transaction<Database>,
   projection: Projection,
   entries: readonly T[],
+  known?: ReadonlyMap<string, string>,
 ): Promise<ChainCheck<T>> {
-  if (entries.length === 0) return { continuing: [], broken: [] };
+  if (entries.length === 0) return { continuing: [], broken: [], moved: new Map() };
   const table = chainHeadsTable(projection);
   const db = trx as unknown as Kysely<any>;
-  const subjects = [...new Set(entries.map((e) => e.stored.subject))];
-  const rows: { subject: string; last_hash: string }[] = await db
-    .selectFrom(table)
-    .select(['subject', 'last_hash'])
-    .where('subject', 'in', subjects)
-    .execute();
-  const heads = new Map(rows.map((r) => [r.subject, r.last_hash]));
+  const heads = new Map<string, string>();
+  const unknown: string[] = [];
+  for (const subject of new Set(entries.map((e) => e.stored.subject))) {
+    const head = known?.get(subject);
+    if (head === undefined) unknown.push(subject);
+    else heads.set(subject, head);
+  }
+  if (unknown.length > 0) {
+    const rows: { subject: string; last_hash: string }[] = await db
+      .selectFrom(table)
+      .select(['subject', 'last_hash'])
+      .where('subject', 'in', unknown)
+      .execute();
+    for (const row of rows) heads.set(row.subject, row.last_hash);
+  }
   const moved = new Map<string, { seq: number; hash: string }>();
   const continuing: T[] = [];
   const broken: { entry: T; expected: string }[] = [];
@@ -86,5 +98,5 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
       )
       .execute();
   }
-  return { continuing, broken };
+  return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.hash])) };
 }

@@ -15,23 +15,32 @@ export async function readCheckpoint(db: Kysely<Database>, projection: string): 
   return row ? { version: row.version, lastSeq: row.last_seq } : null;
 }
 
+/** A locked checkpoint, with when it was last written (Postgres's microseconds, as text). */
+export interface LockedCheckpoint extends Checkpoint {
+  /** Changes with every write of the checkpoint, by whoever writes it (projector, rebuild, quarantine retry). */
+  readonly writtenAt: string;
+}
+
 /** Locks the projection's checkpoint row for the transaction: one writer per projection at a time. */
-export async function lockCheckpoint(trx: Transaction<Database>, projection: string): Promise<Checkpoint | null> {
+export async function lockCheckpoint(trx: Transaction<Database>, projection: string): Promise<LockedCheckpoint | null> {
   const row = await trx
     .selectFrom('projection_checkpoints')
-    .select(['version', 'last_seq'])
+    .select(['version', 'last_seq', sql<string>`updated_at::text`.as('written_at')])
     .where('projection', '=', projection)
     .forUpdate()
     .executeTakeFirst();
-  return row ? { version: row.version, lastSeq: row.last_seq } : null;
+  return row ? { version: row.version, lastSeq: row.last_seq, writtenAt: row.written_at } : null;
 }
 
-export async function writeCheckpoint(trx: Transaction<Database>, projection: string, checkpoint: Checkpoint): Promise<void> {
-  await trx
+/** @returns when it was written (see {@link LockedCheckpoint.writtenAt}). */
+export async function writeCheckpoint(trx: Transaction<Database>, projection: string, checkpoint: Checkpoint): Promise<string> {
+  const row = await trx
     .insertInto('projection_checkpoints')
     .values({ projection, version: checkpoint.version, last_seq: checkpoint.lastSeq, updated_at: sql`now()` as any })
     .onConflict((oc) =>
       oc.column('projection').doUpdateSet({ version: checkpoint.version, last_seq: checkpoint.lastSeq, updated_at: sql`now()` as any }),
     )
-    .execute();
+    .returning(sql<string>`updated_at::text`.as('written_at'))
+    .executeTakeFirstOrThrow();
+  return row.written_at;
 }

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { EventEnvelope } from '../../src/events/envelope.ts';
 
 /**
  * A read model built from the event log. It owns its tables: `createTables` makes them in
@@ -16,4 +17,10 @@ export interface Projection {
   readonly tables: readonly string[];
   createTables(db: Kysely<any>): Promise<void>;
   apply(trx: Transaction<Database>, events: readonly StoredEvent[]): Promise<void>;
+  /**
+   * Whether `apply` would do anything with this event; when given, `apply` only ever sees
+   * events it handles, and a batch of none costs no statement (the chain heads and the
+   * checkpoint still move). Leave it out to be handed every event.
+   */
+  handles?(event: EventEnvelope): boolean;
 }

@@ -50,6 +50,8 @@ export interface ProjectorStatus {
 }
 
 const MAX_BACKOFF_MS = 5000;
+/** Past this many subjects the remembered chain heads are dropped and read again as needed. */
+const MAX_REMEMBERED_HEADS = 200_000;
 
 /**
  * Runs one projection as a durable JetStream consumer. Each batch is applied in one
@@ -70,12 +72,23 @@ export class Projector {
   private readonly batchSize: number;
 
   private readonly admission: EventAdmission;
+  /**
+   * Chain heads this projector committed itself, valid while the checkpoint is the one it
+   * wrote last (`headsAsOf`, its write time): anyone else who writes the projection (another
+   * copy of it, a rebuild, a quarantine retry) writes the checkpoint too, and the heads are
+   * then read from the table again. Saves the read of the heads in every batch.
+   */
+  private readonly heads = new Map<string, string>();
+  private headsAsOf: string | null = null;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
   private restarts = 0;
 
-  constructor(private readonly options: ProjectorOptions) {
+  private readonly options: ProjectorOptions;
+
+  constructor(options: ProjectorOptions) {
+    this.options = options;
     this.admission = options.admission ?? new EventAdmission();
-    this.batchSize = options.batchSize ?? 500;
+    this.batchSize = options.batchSize ?? 2000;
     this.status = { name: options.projection.name, lastSeq: 0, stalled: false, lastError: null, parked: 0 };
   }
 
@@ -172,14 +185,17 @@ export class Projector {
       const info = await jsm.consumers.info(stream, this.consumerName);
       // Unacknowledged deliveries from a previous life would only come back after ack_wait;
       // recreating from the checkpoint replays them at once (already-applied ones are skipped).
-      if (info.ack_floor.stream_seq <= checkpoint && info.num_ack_pending === 0) return;
+      // A consumer of an older release acknowledged message by message: made again the same way.
+      if (info.config.ack_policy === AckPolicy.All && info.ack_floor.stream_seq <= checkpoint && info.num_ack_pending === 0) return;
       await jsm.consumers.delete(stream, this.consumerName);
     } catch (error) {
       if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
     }
     await jsm.consumers.add(stream, {
       durable_name: this.consumerName,
-      ack_policy: AckPolicy.Explicit,
+      // One acknowledgement per batch (its last message) instead of one per event: the batch
+      // is acknowledged only after its commit, and always in stream order.
+      ack_policy: AckPolicy.All,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: checkpoint + 1,
       filter_subject: filterSubject,
@@ -204,7 +220,7 @@ export class Projector {
       try {
         const lastSeq = await this.applyBatch(batch);
         await this.options.afterCommit?.(lastSeq);
-        for (const message of batch) message.ack();
+        batch[batch.length - 1]!.ack();
         batch = [];
         failures = 0;
         if (this.status.stalled) this.options.logger.info({ projection: this.status.name }, 'projector recovered');
@@ -233,26 +249,33 @@ export class Projector {
 
   private async applyBatch(batch: readonly JsMsg[]): Promise<number> {
     const { db, projection, logger } = this.options;
-    const admission = this.admission;
-    const { lastSeq, parked } = await db.transaction().execute(async (trx) => {
+    // Admission is CPU work (schema, hashes, signatures): done before the transaction holds a
+    // connection and the checkpoint lock, and for the batch at once (one signature per subject).
+    const verdicts = this.admission.tryAdmitBatch(batch);
+    let moved: ReadonlyMap<string, string> = new Map();
+    const { lastSeq, parked, writtenAt } = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
       if (!checkpoint || checkpoint.version !== projection.version) {
         throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
       }
+      if (checkpoint.writtenAt !== this.headsAsOf || this.heads.size > MAX_REMEMBERED_HEADS) this.heads.clear();
       const fresh: BatchEntry[] = [];
       let expected = checkpoint.lastSeq + 1;
-      for (const message of batch) {
+      for (const [index, message] of batch.entries()) {
         if (message.seq < expected) continue;
         if (message.seq > expected) throw new SequenceGapError(expected, message.seq);
-        fresh.push({ result: admission.tryAdmit(message), payload: message.data });
+        fresh.push({ result: verdicts[index]!, payload: message.data });
         expected++;
       }
-      if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [] };
-      const parked = await applyIsolating(trx, projection, fresh);
+      if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt };
+      const parked = await applyIsolating(trx, projection, fresh, { knownHeads: this.heads, onHeadsMoved: (heads) => (moved = heads) });
       const last = expected - 1;
-      await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
-      return { lastSeq: last, parked };
+      const writtenAt = await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
+      return { lastSeq: last, parked, writtenAt };
     });
+    // Committed: what this transaction wrote is now the truth.
+    for (const [subject, hash] of moved) this.heads.set(subject, hash);
+    this.headsAsOf = writtenAt;
     for (const event of parked) {
       logger.warn(
         { projection: projection.name, seq: event.seq, subject: event.subject, code: event.code, err: event.error },

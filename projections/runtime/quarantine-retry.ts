@@ -1,9 +1,9 @@
 import { InadmissibleCode } from '../../src/events/event-admission.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import type { EventStore } from '../../src/event-store/event-store.ts';
+import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { applyIsolating } from './apply-isolating.ts';
-import { lockCheckpoint } from './checkpoints.ts';
+import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import type { Projection } from './projection.ts';
 import { listQuarantine, parkEvent, releaseQuarantined } from './quarantine.ts';
 
@@ -82,6 +82,9 @@ export async function retryQuarantined(options: RetryOptions): Promise<RetryResu
       const parked = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }], { checkChain });
       if (parked.length > 0) return { outcome: RetryOutcome.StillFailing, detail: parked[0]!.error };
       await releaseQuarantined(trx, projection.name, seq);
+      // The retry may have moved a chain head: a projector remembering heads sees the checkpoint
+      // written by someone else and reads them again.
+      if (checkpoint) await writeCheckpoint(trx, projection.name, checkpoint);
       return { outcome: RetryOutcome.Applied, detail: 'applied and removed from the quarantine' };
     });
     result(outcome.outcome, outcome.detail);

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import type { EventStore, RawStoredMessage } from '../../src/event-store/event-store.ts';
+import type { RawStoredMessage } from '../../src/event-store/event-store.ts';
+import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
@@ -137,10 +138,8 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
 
 /** The same admission the live projector applies, so a rebuild parks the same events. */
 function admitAll(store: EventStore, messages: readonly RawStoredMessage[]): BatchEntry[] {
-  return messages.map((raw) => ({
-    result: store.admission.tryAdmit({ seq: raw.seq, subject: raw.subject, data: raw.data }),
-    payload: raw.data,
-  }));
+  const verdicts = store.admission.tryAdmitBatch(messages.map((raw) => ({ seq: raw.seq, subject: raw.subject, data: raw.data })));
+  return messages.map((raw, index) => ({ result: verdicts[index]!, payload: raw.data }));
 }
 
 async function inSchema<T>(db: Kysely<Database>, schema: string, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {

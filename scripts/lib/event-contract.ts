@@ -6,8 +6,8 @@
  *
  * Sources it mirrors (keep in step; test/docs/ checks it against real stored events):
  * src/events/envelope.ts, src/events/event-validator.ts (ENVELOPE_SCHEMA),
- * src/event-store/event-store.ts (headers), src/event-store/subjects.ts,
- * commands/write-model.ts (which account token and aggregate id each aggregate uses).
+ * src/event-store/event-store.ts (headers), src/event-store/subjects.ts (including `streams`:
+ * which account token and aggregate id each aggregate uses).
  */
 import type { SchemaObject } from 'ajv';
 import type { ActionKind, EventDefinition } from '../../src/events/catalogue/index.ts';

@@ -1,6 +1,6 @@
 import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
 import type { ToolCalledData } from '../events/catalogue/index.ts';
-import { isProblemError } from '../errors/problem-error.ts';
+import { isAppError } from '../errors/app-error.ts';
 import type { ActionDraft } from '../policy/action-draft.ts';
 import type { ActionRepresentation } from '../policy/proposal-service.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
@@ -46,8 +46,12 @@ export type AgentOutcome = RunOutcome extends infer O ? (O extends RunOutcome ? 
 class RunTimedOut extends Error {}
 
 class RunStopped extends Error {
-  constructor(readonly stop: RunStop) {
+  readonly stop: RunStop;
+
+  constructor(stop: RunStop) {
     super(stop.message);
+    this.stop = stop;
+  
   }
 }
 
@@ -160,8 +164,8 @@ async function executeTool(
     return { ok: true, output };
   } catch (error) {
     // A platform that refuses the account's authorisation ends the run: no later tool call can succeed.
-    if (isProblemError(error) && error.problem.type === 'account-not-connected') throw new RunStopped({ code: 'account_not_connected', message: error.message });
-    if (error instanceof ToolInputError || isProblemError(error)) return { ok: false, output: { error: error.message } };
+    if (isAppError(error) && error.code === 'account-not-connected') throw new RunStopped({ code: 'account_not_connected', message: error.message });
+    if (error instanceof ToolInputError || isAppError(error)) return { ok: false, output: { error: error.message } };
     return { ok: false, output: { error: `the tool failed: ${error instanceof Error ? error.message : String(error)}` } };
   }
 }

@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.ts';
 import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
 import { computeEventHash } from '../events/event-hash.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
-import type { EventStore } from '../event-store/event-store.ts';
+import type { JetStreamEventStore as EventStore } from '../event-store/jetstream-event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
 import type { EventVerifier } from '../events/signing/event-verifier.ts';
 import { UntrustedEventError } from '../events/signing/untrusted-event-error.ts';

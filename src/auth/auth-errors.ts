@@ -1,27 +1,22 @@
-import { ProblemError } from '../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../errors/app-error.ts';
 import type { KeyScope } from '../events/catalogue/index.ts';
 
-export class UnauthorizedError extends ProblemError {
+export class UnauthorizedError extends AppError {
+  readonly kind = ErrorKind.Unauthenticated;
+
   constructor(detail: string) {
-    super({
-      type: 'unauthorized',
-      status: 401,
-      title: 'Missing or invalid API key',
-      detail,
-      headers: { 'WWW-Authenticate': 'Bearer realm="api"' },
-    });
+    super('unauthorized', detail);
   }
 }
 
-export class InsufficientScopeError extends ProblemError {
+export class InsufficientScopeError extends AppError {
+  readonly kind = ErrorKind.Forbidden;
+  readonly requiredScope: KeyScope;
+
   constructor(required: KeyScope, held: KeyScope) {
-    super({
-      type: 'insufficient-scope',
-      status: 403,
-      title: 'The API key lacks the required scope',
-      detail: `This operation needs a key with ${required} scope or higher; this key has ${held} scope.`,
-      extensions: { required_scope: required, key_scope: held },
-      headers: { 'WWW-Authenticate': `Bearer realm="api", error="insufficient_scope", scope="${required}"` },
+    super('insufficient-scope', `This operation needs a key with ${required} scope or higher; this key has ${held} scope.`, {
+      details: { required_scope: required, key_scope: held },
     });
+    this.requiredScope = required;
   }
 }

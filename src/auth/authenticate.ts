@@ -2,7 +2,8 @@ import type { Context, Next } from 'koa';
 import { parseApiKey, secretMatches } from './api-key.ts';
 import { UnauthorizedError } from './auth-errors.ts';
 import type { KeyDirectory, KeyRecord } from './key-directory.ts';
-import type { Principal } from './scopes.ts';
+import { requireScope, type Principal } from './scopes.ts';
+import type { KeyScope } from '../events/catalogue/index.ts';
 
 /** What the `Authorization` header of a request proved. */
 export type Authentication =
@@ -22,9 +23,31 @@ export function presentedKey(header: string): { keyId: string; secret: string } 
  * get the same answer, so the response tells an attacker nothing about which key ids exist.
  */
 export function verifyKey(secret: string, record: KeyRecord | null): Authentication {
-  if (!record || !secretMatches(secret, record.secretHash)) return { kind: 'rejected', error: new UnauthorizedError('The API key is not valid.') };
+  if (!record || !matchesRecord(secret, record)) return { kind: 'rejected', error: new UnauthorizedError('The API key is not valid.') };
   if (record.revoked) return { kind: 'rejected', error: new UnauthorizedError('The API key has been revoked.') };
-  return { kind: 'authenticated', principal: { keyId: record.keyId, workspaceId: record.workspaceId, scope: record.scope } };
+  let principal = principals.get(record);
+  if (!principal) {
+    principal = { keyId: record.keyId, workspaceId: record.workspaceId, scope: record.scope };
+    principals.set(record, principal);
+  }
+  return { kind: 'authenticated', principal };
+}
+
+/**
+ * The secret that matched each key record, so a key's every request after its first costs a
+ * hash-table lookup instead of a SHA-256 and a constant-time comparison. Keyed by the record
+ * object: the key directory replaces or drops a record on any key event (and on a reconnect),
+ * which forgets the match with it. A Set lookup compares string hashes before any characters,
+ * so a wrong secret leaks no prefix timing; a wrong secret is still checked by hash every time.
+ */
+const verifiedSecrets = new WeakMap<KeyRecord, Set<string>>();
+const principals = new WeakMap<KeyRecord, Principal>();
+
+function matchesRecord(secret: string, record: KeyRecord): boolean {
+  if (verifiedSecrets.get(record)?.has(secret)) return true;
+  if (!secretMatches(secret, record.secretHash)) return false;
+  verifiedSecrets.set(record, new Set([secret]));
+  return true;
 }
 
 export async function authenticateHeader(keys: KeyDirectory, header: string): Promise<Authentication> {
@@ -40,13 +63,20 @@ export function rememberAuthentication(ctx: Context, authentication: Authenticat
 
 /**
  * Resolves `Authorization: Bearer <key>` to a principal on `ctx.state.principal`, or
- * answers 401. Reuses what the rate limiter already established for this request.
+ * answers 401; with `scope`, also 403 for a key below it. Reuses what the rate limiter
+ * already established for this request.
+ *
+ * @example
+ * ```ts
+ * router.post('/api/v1/runs', authenticate(keys, 'read'), handler);
+ * ```
  */
-export function authenticate(keys: KeyDirectory) {
+export function authenticate(keys: KeyDirectory, scope?: KeyScope) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const known = ctx.state.authentication as Authentication | undefined;
     const authentication = known ?? (await authenticateHeader(keys, ctx.get('authorization')));
     if (authentication.kind === 'rejected') throw authentication.error;
+    if (scope) requireScope(authentication.principal, scope);
     ctx.state.principal = authentication.principal;
     await next();
   };

@@ -59,10 +59,15 @@ export class KeyDirectory {
   private readonly unknownMax: number;
   private readonly now: () => number;
 
+  private readonly db: Kysely<Database>;
+  private readonly options: KeyDirectoryOptions;
+
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly options: KeyDirectoryOptions = {},
+    db: Kysely<Database>,
+    options: KeyDirectoryOptions = {},
   ) {
+    this.db = db;
+    this.options = options;
     this.unknownTtlMs = options.unknownTtlMs ?? 60_000;
     this.unknownMax = options.unknownMax ?? 10_000;
     this.now = options.now ?? Date.now;

@@ -5,26 +5,29 @@ import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import { ConfigError, loadConfig, type Config } from '../config/config.ts';
 import { PostgresUnreachableError } from '../db/database.ts';
-import { isProblemError } from '../errors/problem-error.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
 import { SigningKeyError } from '../events/signing/signing-keys.ts';
-import { createAccount, createWorkspace, issueKey, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
+import { createAccount, createWorkspace, issueKey, pauseRunStarts, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
 import { connectGoogleAdsAccount, reconnectGoogleAdsAccount } from '../operator/connect-google-ads.ts';
 import { CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
 import { PlatformUnavailableError } from '../platform/platform-errors.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
-import { runEventsTail } from './events-tail-command.ts';
+import { checkEventsTailOptions, runEventsTail } from './events-tail-command.ts';
+import { refusalMessage } from './error-advice.ts';
 import { runQuarantineCommand } from './quarantine-command.ts';
 import { runKeysExportPublic } from './keys-command.ts';
-import { printResult, UsageError, warn } from './output.ts';
+import type { Options } from './cli-options.ts';
+import { CliError, printResult, UsageError, warn } from './output.ts';
 
 const USAGE = `usage: adsagent <command> [options] [--json]
 
   workspace create --name NAME
   workspace set WS --require-distinct-approver on|off
+  workspace pause-runs WS --for SECONDS [--reason TEXT]   (queued runs wait; they can still be canceled)
+  workspace resume-runs WS [--reason TEXT]
   account create --workspace WS --name NAME [--platform sandbox|none]
   account create --workspace WS --name NAME --platform google-ads --customer-id 123-456-7890
                  [--login-customer-id 111-222-3333] --refresh-token-file PATH
@@ -35,23 +38,41 @@ const USAGE = `usage: adsagent <command> [options] [--json]
   audit verify [--account ID] [--from-seq N] [--public-key FILE ...]
   keys export-public                  (PEM; with --json the key directory)
   events tail [--account ID] [--type TYPE] [--from-seq N | --since TIME] [--follow]
-  demo
+  demo [--url URL] [--hold SECONDS]   (a real run, then a curl for every endpoint; URL defaults to PUBLIC_BASE_URL;
+                                       a second run stays queued for --hold s (default 600, 0: none) to show cancel)
   projections rebuild [NAME ...]      (default: every projection)
   projections quarantine list         events projections parked instead of applying
   projections quarantine retry SEQ [--force]
 
-Configuration comes from the same environment variables as the service (README).`;
+Every command prints text; add --json for one JSON document.
+Configuration comes from the same environment variables as the service (README, Configuration).`;
 
-export type Options = Record<string, string | boolean | string[] | undefined>;
+/** What a placeholder in an error message stands for, so the message can show a whole flag. */
+const EXAMPLE_VALUE: Readonly<Record<string, string>> = {
+  name: 'NAME',
+  workspace: 'WS (a workspace id, from `adsagent workspace create`)',
+  scope: 'read|write|admin',
+  'customer-id': '123-456-7890',
+  'refresh-token-file': 'PATH',
+  for: 'SECONDS',
+};
+
 
 function required(options: Options, name: string): string {
   const value = options[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  if (typeof value !== 'string' || value === '') throw new UsageError(`missing --${name}: add --${name} ${EXAMPLE_VALUE[name] ?? 'VALUE'}`);
   return value;
 }
 
+/** Whole seconds, 1 to 7 days: a pause is a pause, not a way to switch a workspace off. */
+function positiveSeconds(value: string): number {
+  const seconds = /^[0-9]{1,7}$/.test(value) ? Number(value) : NaN;
+  if (!(seconds >= 1 && seconds <= 7 * 86_400)) throw new UsageError(`--for must be whole seconds from 1 to 604800 (7 days) (got '${value}')`);
+  return seconds;
+}
+
 function oneOf<T extends string>(value: string, allowed: readonly T[], name: string): T {
-  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}`);
+  if (!(allowed as readonly string[]).includes(value)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')} (got '${value}')`);
   return value as T;
 }
 
@@ -62,7 +83,7 @@ async function readRefreshToken(options: Options): Promise<string> {
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new UsageError(`--refresh-token-file ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`--refresh-token-file ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): check the path and that this user may read it`);
   }
   const token = text.trim();
   if (token === '' || /\s/.test(token)) throw new UsageError(`--refresh-token-file ${path} must hold one refresh token and nothing else`);
@@ -83,12 +104,23 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     }
     case 'workspace set': {
       const workspaceId = rest[0];
-      if (!workspaceId) throw new UsageError('workspace set needs WS (a workspace id)');
+      if (!workspaceId) throw new UsageError('workspace set needs WS: adsagent workspace set WS --require-distinct-approver on|off (WS from `adsagent workspace create`)');
       const setting = options['require-distinct-approver'];
       if (setting === undefined) throw new UsageError('workspace set needs --require-distinct-approver on|off');
       const required = oneOf(String(setting), ['on', 'off'] as const, 'require-distinct-approver') === 'on';
       const result = await setDistinctApprover(infra, workspaceId, required);
       return printResult(json, result.value, `distinct approver ${result.value.require_distinct_approver ? 'required' : 'not required'} for ${workspaceId}`);
+    }
+    case 'workspace pause-runs':
+    case 'workspace resume-runs': {
+      const pausing = verb === 'pause-runs';
+      const workspaceId = rest[0];
+      if (!workspaceId) throw new UsageError(`workspace ${verb} needs WS: adsagent workspace ${verb} WS${pausing ? ' --for SECONDS' : ''} (WS from \`adsagent workspace create\`)`);
+      const seconds = pausing ? positiveSeconds(required(options, 'for')) : null;
+      const reason = String(options.reason ?? (pausing ? 'paused by an operator' : 'resumed by an operator'));
+      const result = await pauseRunStarts(infra, workspaceId, seconds, reason);
+      const until = result.value.run_starts_paused_until;
+      return printResult(json, result.value, until ? `run starts of ${workspaceId} paused until ${until}` : `run starts of ${workspaceId} resumed`);
     }
     case 'account create': {
       const platform = oneOf<PlatformKind>(String(options.platform ?? 'sandbox'), PLATFORM_KINDS, 'platform');
@@ -107,7 +139,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     }
     case 'account reconnect': {
       const accountId = rest[0];
-      if (!accountId) throw new UsageError('account reconnect needs ACCOUNT_ID');
+      if (!accountId) throw new UsageError('account reconnect needs ACCOUNT_ID: adsagent account reconnect ACCOUNT_ID --refresh-token-file PATH');
       const result = await reconnectGoogleAdsAccount(infra, accountId, await readRefreshToken(options));
       return printResult(json, { ...result.value, reconnected: true }, `reconnected ${accountId}`);
     }
@@ -119,7 +151,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     }
     case 'key revoke': {
       const keyId = rest[0];
-      if (!keyId) throw new UsageError('key revoke needs KEY_ID');
+      if (!keyId) throw new UsageError('key revoke needs KEY_ID: adsagent key revoke KEY_ID (the id `adsagent key create` printed first, not the key)');
       const result = await revokeKey(infra, keyId);
       notVisibleWarning(result.visible);
       return printResult(json, { ...result.value, revoked: true }, `revoked ${keyId}`);
@@ -136,7 +168,8 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     case 'events tail':
       return runEventsTail(infra, options);
     case 'demo': {
-      const demo = await createDemo(infra, config);
+      const holdSeconds = typeof options.hold === 'string' ? (options.hold === '0' ? 0 : positiveSeconds(options.hold)) : undefined;
+      const demo = await createDemo(infra, typeof options.url === 'string' ? options.url : config.publicBaseUrl, { holdSeconds });
       return printResult(json, demo as unknown as Record<string, unknown>, describeDemo(demo));
     }
     case 'projections rebuild': {
@@ -170,7 +203,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     case 'projections quarantine':
       return runQuarantineCommand(infra, rest, options, json);
     default:
-      throw new UsageError(`unknown command '${command.join(' ')}'`);
+      throw new UsageError(`unknown command '${command.join(' ')}'; the commands are listed below (adsagent --help)`);
   }
 }
 
@@ -195,19 +228,36 @@ async function main(): Promise<number> {
         force: { type: 'boolean', default: false },
         'public-key': { type: 'string', multiple: true },
         'require-distinct-approver': { type: 'string' },
+        for: { type: 'string' },
+        hold: { type: 'string' },
         'customer-id': { type: 'string' },
         'login-customer-id': { type: 'string' },
         'refresh-token-file': { type: 'string' },
+        url: { type: 'string' },
       },
     });
   } catch (error) {
-    warn(error instanceof Error ? error.message : String(error));
+    // Node's message names the option ("Unknown option '--nme'"); the usage below shows the right one.
+    warn(`${error instanceof Error ? error.message : String(error)}; the commands and their options are below`);
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  if (parsed.values.help || parsed.positionals.length === 0) {
+  if (parsed.values.help) {
     process.stdout.write(`${USAGE}\n`);
-    return parsed.values.help ? 0 : 2;
+    return 0;
+  }
+  if (parsed.positionals.length === 0) {
+    warn('no command given; pick one of the commands below');
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  // Options that are wrong whatever the service holds are refused before connecting to it.
+  try {
+    if (parsed.positionals.join(' ') === 'events tail') checkEventsTailOptions(parsed.values);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    warn(error.message);
+    return 2;
   }
   let config: Config;
   try {
@@ -215,6 +265,7 @@ async function main(): Promise<number> {
   } catch (error) {
     if (error instanceof ConfigError) {
       for (const problem of error.problems) warn(`config: ${problem}`);
+      warn('fix the environment variables above (README.md, "Configuration", lists each) and run the command again');
       return 2;
     }
     throw error;
@@ -231,21 +282,31 @@ async function main(): Promise<number> {
       process.stderr.write(`${USAGE}\n`);
       return 2;
     }
-    if (
-      error instanceof NatsUnreachableError ||
-      error instanceof PostgresUnreachableError ||
-      error instanceof SigningKeyError ||
-      error instanceof CredentialsKeyMissingError ||
-      error instanceof PlatformUnavailableError
-    ) {
+    // These messages already end with what to do (start the service, set the variable).
+    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof CredentialsKeyMissingError) {
       warn(error.message);
       return 1;
     }
-    if (isProblemError(error)) {
-      warn(`${error.problem.title}: ${error.problem.detail ?? ''}`);
+    if (error instanceof SigningKeyError) {
+      warn(`${error.message}; check EVENT_SIGNING_KEY_FILE, EVENT_SIGNING_RETIRED_PUBLIC_KEYS and --public-key (docs/operations.md, "Event signing keys")`);
       return 1;
     }
-    throw error;
+    if (error instanceof PlatformUnavailableError) {
+      warn(`${error.message}; try again in a minute, and check the account's Google Ads grant (adsagent account reconnect; docs/operations.md, "Google Ads accounts")`);
+      return 1;
+    }
+    if (error instanceof CliError) {
+      warn(error.message);
+      return 1;
+    }
+    const refusal = refusalMessage(error);
+    if (refusal !== null) {
+      warn(refusal);
+      return 1;
+    }
+    warn(`unexpected error (a bug in adsagent): ${error instanceof Error ? error.message : String(error)}; please report it with the command you ran and the trace below`);
+    process.stderr.write(`${error instanceof Error ? error.stack : ''}\n`);
+    return 1;
   } finally {
     await infra?.close();
   }

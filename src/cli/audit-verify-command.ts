@@ -5,12 +5,12 @@ import { EventVerifier } from '../events/signing/event-verifier.ts';
 import type { Config } from '../config/config.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { printResult, UsageError } from './output.ts';
-import type { Options } from './adsagent.ts';
+import type { Options } from './cli-options.ts';
 
 /** `adsagent audit verify`: exit 0 when the log and the read models check out, 1 at the first discrepancy. */
 export async function runAuditVerify(infra: Infrastructure, config: Config, options: Options, json: boolean): Promise<number> {
   const fromSeq = options['from-seq'] === undefined ? 1 : Number(options['from-seq']);
-  if (!Number.isInteger(fromSeq) || fromSeq < 1) throw new UsageError('--from-seq must be a positive integer');
+  if (!Number.isInteger(fromSeq) || fromSeq < 1) throw new UsageError(`--from-seq must be a positive integer, e.g. --from-seq 1 (got '${options['from-seq']}')`);
   const bar = new cliProgress.SingleBar(
     { format: '{phase} [{bar}] {percentage}% | {value}/{total} | {duration}s', stream: process.stderr, noTTYOutput: false },
     cliProgress.Presets.shades_classic,

@@ -1,7 +1,8 @@
+import { CURRENT_VERSION } from '../events/catalogue/index.ts';
 import type { AdmissionResult } from '../events/event-admission.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { UsageError } from './output.ts';
-import type { Options } from './adsagent.ts';
+import type { Options } from './cli-options.ts';
 
 /**
  * `adsagent events tail`: events as JSON lines (envelope plus `seq` and `subject`). A
@@ -9,19 +10,13 @@ import type { Options } from './adsagent.ts';
  * "code","error"}` and the tail goes on (a `--type` filter does not hide it).
  */
 export async function runEventsTail(infra: Infrastructure, options: Options): Promise<number> {
-  if (options['from-seq'] !== undefined && options.since !== undefined) throw new UsageError('use --from-seq or --since, not both');
+  checkEventsTailOptions(options);
   const account = typeof options.account === 'string' ? options.account : '*';
   const filter = account === '*' ? infra.subjects.all : `${infra.subjects.prefix}.v1.*.${account}.>`;
   const type = typeof options.type === 'string' ? options.type : undefined;
   let from = 1;
-  if (options['from-seq'] !== undefined) {
-    from = Number(options['from-seq']);
-    if (!Number.isInteger(from) || from < 1) throw new UsageError('--from-seq must be a positive integer');
-  } else if (typeof options.since === 'string') {
-    const time = new Date(options.since);
-    if (Number.isNaN(time.getTime())) throw new UsageError('--since must be a time, e.g. 2026-11-21T10:00:00Z');
-    from = await infra.store.firstSeqAtOrAfter(time);
-  }
+  if (options['from-seq'] !== undefined) from = Number(options['from-seq']);
+  else if (typeof options.since === 'string') from = await infra.store.firstSeqAtOrAfter(new Date(options.since));
   const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
   const show = (result: AdmissionResult) => {
     if (!result.ok) {
@@ -49,3 +44,26 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   return 0;
 }
 
+
+/** Every event type the catalogue defines, sorted: what --type accepts. */
+export const KNOWN_EVENT_TYPES: readonly string[] = Object.keys(CURRENT_VERSION).sort();
+
+/**
+ * Refuses options `events tail` cannot honour, before anything is read: a `--type` no event
+ * has would print nothing and look like an empty log, so it is an error listing the types.
+ */
+export function checkEventsTailOptions(options: Options): void {
+  if (options['from-seq'] !== undefined && options.since !== undefined) {
+    throw new UsageError('use --from-seq or --since, not both (--from-seq N starts at a stream sequence, --since TIME at a time)');
+  }
+  if (options['from-seq'] !== undefined) {
+    const from = Number(options['from-seq']);
+    if (!Number.isInteger(from) || from < 1) throw new UsageError(`--from-seq must be a positive integer, e.g. --from-seq 1 (got '${options['from-seq']}')`);
+  }
+  if (typeof options.since === 'string' && Number.isNaN(new Date(options.since).getTime())) {
+    throw new UsageError(`--since must be a time, e.g. --since 2026-11-21T10:00:00Z (got '${options.since}')`);
+  }
+  if (typeof options.type === 'string' && !KNOWN_EVENT_TYPES.includes(options.type)) {
+    throw new UsageError(`unknown event type '${options.type}' for --type; known types: ${KNOWN_EVENT_TYPES.join(', ')}`);
+  }
+}

@@ -3,7 +3,7 @@ import { listQuarantine } from '../../projections/runtime/quarantine.ts';
 import { retryQuarantined, RetryOutcome } from '../../projections/runtime/quarantine-retry.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { sanitizeText } from '../text/hostile-text.ts';
-import type { Options } from './adsagent.ts';
+import type { Options } from './cli-options.ts';
 import { printResult, UsageError } from './output.ts';
 
 /**
@@ -35,14 +35,14 @@ export async function runQuarantineCommand(infra: Infrastructure, args: readonly
   }
   if (verb === 'retry') {
     const seq = Number(seqText);
-    if (!seqText || !Number.isInteger(seq) || seq < 1) throw new UsageError('projections quarantine retry needs a stream sequence (SEQ)');
+    if (!seqText || !Number.isInteger(seq) || seq < 1) throw new UsageError('projections quarantine retry needs SEQ, a positive stream sequence: see them with `adsagent projections quarantine list`');
     const results = await retryQuarantined({ db, store: infra.store, projections: PROJECTIONS, seq, force: options.force === true });
     if (results.length === 0) {
-      printResult(json, { seq, results }, `no projection has parked sequence ${seq}`);
+      printResult(json, { seq, results }, `no projection has parked sequence ${seq}; adsagent projections quarantine list shows the parked ones`);
       return 1;
     }
     printResult(json, { seq, results }, results.map((r) => `${r.projection}: ${r.outcome} (${sanitizeText(r.detail)})`).join('\n'));
     return results.every((r) => r.outcome === RetryOutcome.Applied) ? 0 : 1;
   }
-  throw new UsageError('projections quarantine needs list or retry SEQ');
+  throw new UsageError('projections quarantine needs a verb: adsagent projections quarantine list, or adsagent projections quarantine retry SEQ [--force]');
 }

@@ -1,4 +1,4 @@
-import { natsAccess } from './nats-access-config.ts';
+import { natsAccess, type NatsCredentials } from './nats-access-config.ts';
 import { redactUrls } from '../log/redact-url.ts';
 
 /**
@@ -10,11 +10,7 @@ export const ROLES = ['http', 'projectors', 'agent-worker', 'apply-worker'] as c
 export type Role = (typeof ROLES)[number];
 
 /** How the service proves who it is to NATS (deploy/nats/auth.conf defines the users). */
-export type NatsCredentials =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'user-password'; readonly user: string; readonly password: string }
-  | { readonly kind: 'token'; readonly token: string }
-  | { readonly kind: 'creds-file'; readonly path: string };
+export type { NatsCredentials } from './nats-access-config.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -160,8 +156,11 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
 ];
 
 export class ConfigError extends Error {
-  constructor(readonly problems: readonly string[]) {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
     super(`invalid configuration: ${problems.join('; ')}`);
+    this.problems = problems;
     this.name = 'ConfigError';
   }
 }

@@ -1,5 +1,11 @@
 import { accessSync, constants, readFileSync } from 'node:fs';
-import type { NatsCredentials } from './config.ts';
+
+/** How the service proves who it is to NATS (NATS_USER/NATS_PASSWORD, NATS_TOKEN or NATS_CREDS). */
+export type NatsCredentials =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'user-password'; readonly user: string; readonly password: string }
+  | { readonly kind: 'token'; readonly token: string }
+  | { readonly kind: 'creds-file'; readonly path: string };
 
 export interface NatsAccess {
   readonly natsCredentials: NatsCredentials;

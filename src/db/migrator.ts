@@ -6,7 +6,7 @@ import * as m004 from './migrations/004-platform-credentials.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
- * under tsx, in a bundle and in tests. Each file is immutable once released.
+ * from the sources, in a bundle and in tests. Each file is immutable once released.
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001-infrastructure': m001,
@@ -21,8 +21,29 @@ class StaticMigrationProvider implements MigrationProvider {
   }
 }
 
-/** Runs pending migrations in the handle's schema. Concurrent starts are serialised by kysely's lock table. */
+/** Attempts when another schema vanishes while kysely lists the database's tables. */
+const MIGRATION_ATTEMPTS = 5;
+
+/**
+ * Runs pending migrations in the handle's schema. Concurrent starts are serialised by
+ * kysely's lock table. Kysely checks for its migration table by listing the tables of every
+ * schema, and that listing fails (SQLSTATE 3F000) when some other schema is dropped at that
+ * moment — another tenant's or test's cleanup — so such a failure is retried.
+ */
 export async function migrateToLatest(db: Kysely<any>, schema: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await migrateOnce(db, schema);
+      return;
+    } catch (error) {
+      const vanished = (error as { cause?: { code?: unknown } }).cause?.code === '3F000';
+      if (!vanished || attempt >= MIGRATION_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(db: Kysely<any>, schema: string): Promise<void> {
   const migrator = new Migrator({
     db: db.withSchema(schema),
     provider: new StaticMigrationProvider(),

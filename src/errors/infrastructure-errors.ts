@@ -1,46 +1,63 @@
+import {
+  ClosedConnectionError,
+  ConnectionError,
+  DrainingConnectionError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/nats-core';
+import pg from 'pg';
 import { EventStoreError, EventStoreErrorCode } from '../event-store/errors.ts';
 import { ServiceUnavailableError } from './common-errors.ts';
 
-const PG_UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  '08000', // connection_exception
-  '08001',
-  '08003',
-  '08006',
-]);
+/** Node's socket errors: the peer is not there (yet, or any more). */
+const SOCKET_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
-const UNAVAILABLE_MESSAGES = [
-  /Connection terminated/i,
-  /timeout exceeded when trying to connect/i,
-  /Client has encountered a connection error/i,
-  /closed connection/i,
-  /no responders/i,
-  /TIMEOUT/,
-  /disconnect/i,
-];
+/** SQLSTATEs of a server that is shutting down, starting up or lost the connection. */
+const PG_UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+
+/** nats.js's own classes for a server that is not reachable or did not answer in time. */
+const NATS_UNAVAILABLE_CLASSES = [
+  ConnectionError,
+  ClosedConnectionError,
+  DrainingConnectionError,
+  TimeoutError,
+  NoRespondersError,
+  RequestError,
+] as const;
 
 /**
  * A fault of a backing service (Postgres or NATS unreachable, restarting, timing out) is
- * not a bug of ours and not a client error: the client should retry. Anything that looks
- * like one maps to 503 with Retry-After; null for everything else.
+ * not a bug of ours and not a client error: the caller should retry. Classified by the
+ * drivers' typed classes and codes (never by message text), anywhere in the `cause` chain;
+ * null for everything else.
+ *
+ * @example
+ * ```ts
+ * const unavailable = unavailableError(error);
+ * if (unavailable) throw unavailable; // kind 'unavailable', retryAfterSeconds 5
+ * ```
  */
-export function unavailableProblem(error: unknown): ServiceUnavailableError | null {
-  if (error instanceof EventStoreError && error.code === EventStoreErrorCode.AppendFailed) {
+export function unavailableError(error: unknown): ServiceUnavailableError | null {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    const found = classify(current);
+    if (found) return found;
+  }
+  return null;
+}
+
+function classify(error: Error): ServiceUnavailableError | null {
+  if (error instanceof EventStoreError && (error.code === EventStoreErrorCode.AppendFailed || error.code === EventStoreErrorCode.Unavailable)) {
     return new ServiceUnavailableError('The event log is not reachable right now; retry shortly.');
   }
-  if (typeof error !== 'object' || error === null) return null;
-  const { code, message, name } = error as { code?: unknown; message?: unknown; name?: unknown };
-  if (typeof code === 'string' && PG_UNAVAILABLE_CODES.has(code)) {
+  if (NATS_UNAVAILABLE_CLASSES.some((errorClass) => error instanceof errorClass)) {
+    return new ServiceUnavailableError('The event log is not reachable right now; retry shortly.');
+  }
+  if (error instanceof pg.DatabaseError && error.code !== undefined && PG_UNAVAILABLE_SQLSTATES.has(error.code)) {
     return new ServiceUnavailableError('The database is not reachable right now; retry shortly.');
   }
-  const text = `${typeof name === 'string' ? name : ''}: ${typeof message === 'string' ? message : ''}`;
-  if (UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(text)) || /ConnectionError|TimeoutError|ClosedConnectionError|NoRespondersError/.test(text)) {
+  const { code } = error as { code?: unknown };
+  if (typeof code === 'string' && SOCKET_UNAVAILABLE_CODES.has(code)) {
     return new ServiceUnavailableError('A backing service is not reachable right now; retry shortly.');
   }
   return null;

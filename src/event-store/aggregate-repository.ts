@@ -1,6 +1,18 @@
 import type { EventEnvelope } from '../events/envelope.ts';
 import { EMPTY_POSITION, type EventStore, type SubjectPosition } from './event-store.ts';
-import type { Snapshot, SnapshotStore } from './snapshot-store.ts';
+
+/** A folded aggregate state as of a stream position. */
+export interface Snapshot<S> extends SubjectPosition {
+  /** Version of the state's shape; a snapshot of another version is ignored and refolded. */
+  readonly stateVersion: number;
+  readonly state: S;
+}
+
+/** Where folded states are persisted between processes (a JetStream KV bucket in production: snapshot-store.ts). */
+export interface SnapshotCache {
+  read<S>(subject: string): Promise<Snapshot<S> | null>;
+  write<S>(subject: string, snapshot: Snapshot<S>): Promise<void>;
+}
 
 /** How one aggregate type folds its events. `evolve` must be pure. */
 export interface AggregateFolder<S, E extends EventEnvelope = EventEnvelope> {
@@ -29,11 +41,19 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
   /** Per subject: events folded or appended here since a snapshot was last persisted. */
   private readonly eventsSincePersisted = new Map<string, number>();
 
+  private readonly store: EventStore;
+  private readonly snapshots: SnapshotCache | null;
+  private readonly folder: AggregateFolder<S, E>;
+
   constructor(
-    private readonly store: EventStore,
-    private readonly snapshots: SnapshotStore | null,
-    private readonly folder: AggregateFolder<S, E>,
-  ) {}
+    store: EventStore,
+    snapshots: SnapshotCache | null,
+    folder: AggregateFolder<S, E>,
+  ) {
+    this.store = store;
+    this.snapshots = snapshots;
+    this.folder = folder;
+  }
 
   /**
    * Decision state is folded from admitted events only (src/events/event-admission.ts): a
@@ -72,6 +92,18 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
     const loaded = { ...position, state };
     this.remember(subject, loaded, 0);
     return loaded;
+  }
+
+  /**
+   * The state this process last loaded or appended for `subject`, without asking the store
+   * whether it is still the newest: only for a writer that proves it by its append's expected
+   * sequence (see `preferRemembered` in commands/shared/handle.ts). Null when none is held.
+   */
+  remembered(subject: string): LoadedAggregate<S> | null {
+    const snapshot = this.cache.get(subject);
+    if (!snapshot) return null;
+    const { lastSequence, lastHash, state } = snapshot;
+    return { lastSequence, lastHash, state };
   }
 
   /**

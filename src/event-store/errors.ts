@@ -6,13 +6,29 @@ export const EventStoreErrorCode = {
   AppendFailed: 'append_failed',
   /** A stored message is not an event envelope. */
   Corrupt: 'corrupt',
+  /**
+   * The stream could not be reached (no responders while a cluster elects a leader, a timeout,
+   * a lost connection): nothing was decided, and the same call may succeed in a moment.
+   */
+  Unavailable: 'unavailable',
 } as const;
 export type EventStoreErrorCode = (typeof EventStoreErrorCode)[keyof typeof EventStoreErrorCode];
 
 export class EventStoreError extends Error {
-  constructor(readonly code: EventStoreErrorCode, message: string, options?: { cause?: unknown }) {
+  readonly code: EventStoreErrorCode;
+
+  constructor(code: EventStoreErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
+    this.code = code;
     this.name = 'EventStoreError';
+  }
+}
+
+/** The event log is not reachable right now; see {@link EventStoreErrorCode.Unavailable}. */
+export class EventStoreUnavailableError extends EventStoreError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(EventStoreErrorCode.Unavailable, message, options);
+    this.name = 'EventStoreUnavailableError';
   }
 }
 
@@ -21,8 +37,13 @@ export class EventStoreError extends Error {
  * Command handling reloads state, decides again and retries a bounded number of times.
  */
 export class AppendConflictError extends EventStoreError {
-  constructor(readonly subject: string, readonly expectedSequence: number, options?: { cause?: unknown }) {
+  readonly subject: string;
+  readonly expectedSequence: number;
+
+  constructor(subject: string, expectedSequence: number, options?: { cause?: unknown }) {
     super(EventStoreErrorCode.Conflict, `concurrent append to ${subject} (expected last sequence ${expectedSequence})`, options);
+    this.subject = subject;
+    this.expectedSequence = expectedSequence;
     this.name = 'AppendConflictError';
   }
 }

@@ -1,24 +1,9 @@
-import {
-  DeliverPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamClient,
-  type JetStreamManager,
-} from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/nats-core';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
-import { sealEvent } from '../events/event-hash.ts';
-import { eventValidator, type EventValidator } from '../events/event-validator.ts';
-import { EventAdmission, type AdmissionResult } from '../events/event-admission.ts';
-import type { EventSigner } from '../events/signing/event-signer.ts';
+import type { AdmissionResult } from '../events/event-admission.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode } from './errors.ts';
+import type { StoredEvent } from './stored-event.ts';
 
-/** An event as stored: its envelope plus where it sits in the stream. */
-export interface StoredEvent<E extends EventEnvelope = EventEnvelope> {
-  readonly seq: number;
-  readonly subject: string;
-  readonly event: E;
-}
+export type { StoredEvent } from './stored-event.ts';
 
 /** Where an aggregate's subject stands: the optimistic-concurrency expectation of the next append. */
 export interface SubjectPosition {
@@ -32,290 +17,41 @@ export const EMPTY_POSITION: SubjectPosition = { lastSequence: 0, lastHash: GENE
 export const EVENT_TYPE_HEADER = 'Ads-Event-Type';
 export const EVENT_VERSION_HEADER = 'Ads-Event-Version';
 
-const CONFLICT_CODES = new Set<number>([
-  JetStreamApiCodes.StreamWrongLastSequence,
-  JetStreamApiCodes.StreamWrongLastSequenceUnknown,
-]);
-
-/** Gaps up to this many events are read with direct gets; longer ones with an ordered consumer. */
-const DIRECT_READ_LIMIT = 32;
-
-export interface EventStoreOptions {
-  /** Checks every event before it is appended (default: the catalogue's validator). */
-  readonly validator?: EventValidator;
-  /**
-   * What reads believe. Each store gets its own: the signature check depends on this
-   * stream's keys and activation point, so it must not be shared across streams.
-   */
-  readonly admission?: EventAdmission;
-  /** Signs every append; absent only for read-only use (an offline audit) and legacy-shaped test fixtures. */
-  readonly signer?: EventSigner;
-}
-
 /**
- * The event log on one JetStream stream. Appends are chained by hash per aggregate and
- * guarded by the subject's expected last sequence, so two writers deciding on the same
- * state cannot both succeed.
+ * What command handling needs from an event log: append to one aggregate subject with
+ * optimistic concurrency, and read that subject back. Implemented on JetStream
+ * (`jetstream-event-store.ts`, production) and in memory (`in-memory-event-store.ts`,
+ * specifications); both keep the same semantics, checked by one contract test
+ * (test/event-store/event-store-contract.ts):
  *
- * Reads come in three kinds. The `*Checked` reads go through this store's admission, which
- * refuses what cannot be believed (not JSON, schema, hostile text, foreign subject, bad or
- * missing signature) as a value, not a throw. `readRaw`, `followRaw` and `rawAt` return the
- * stored bytes to a caller that admits them itself (projectors, history, SSE, audit).
- * `readFiltered`, `readSubject`, `lastOf`, `at`, `follow` and `positionOf` believe the bytes
- * as stored: they are for tests and benchmark baselines, never for a decision (the write
- * model takes its position from believed events, src/event-store/aggregate-repository.ts).
+ * - the first appended event must find the subject at `expected.lastSequence`, else
+ *   {@link AppendConflictError}; each next event of the same call expects its predecessor;
+ * - sequences are stream-wide, increasing, shared by all subjects;
+ * - an event whose id was appended before (within the de-duplication window) is not stored
+ *   again: the append answers with the sequence of the first copy;
+ * - the `*Checked` reads go through admission and surface a bad message as a value.
  *
  * @example
  * ```ts
- * const { state, ...position } = await repository.load(subject); // believed events only
- * await store.append(subject, decide(command, state), position); // AppendConflictError on a race
+ * const position = await store.positionOf(subject);
+ * await store.append(subject, [event], position); // AppendConflictError if another writer got there first
  * ```
  */
-export class EventStore {
-  private readonly validator: EventValidator;
-  /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
-  readonly admission: EventAdmission;
-
-  private readonly signer: EventSigner | undefined;
-
-  constructor(
-    private readonly js: JetStreamClient,
-    private readonly jsm: JetStreamManager,
-    readonly streamName: string,
-    options: EventStoreOptions = {},
-  ) {
-    this.validator = options.validator ?? eventValidator();
-    this.admission = options.admission ?? new EventAdmission({ validator: this.validator });
-    this.signer = options.signer;
-  }
-
-  /**
-   * Appends events to one aggregate subject. The first must find the subject at
-   * `expected.lastSequence`; each next one expects its predecessor, so no other writer
-   * can interleave. NATS 2.9 has no atomic batch: a crash between two of them leaves a
-   * prefix, which is why commands decide one event per aggregate where they can.
-   *
-   * @throws AppendConflictError when the subject moved since `expected` was read.
-   */
-  async append<E extends EventEnvelope>(
-    subject: string,
-    events: readonly UnsealedEvent[],
-    expected: SubjectPosition,
-  ): Promise<StoredEvent<E>[]> {
-    const stored: StoredEvent<E>[] = [];
-    let position = expected;
-    for (const unsealed of events) {
-      this.validator.assertValid(unsealed);
-      const event = sealEvent(unsealed, position.lastHash, this.signer) as E;
-      const headers = natsHeaders();
-      headers.set(EVENT_TYPE_HEADER, event.type);
-      headers.set(EVENT_VERSION_HEADER, String(event.version));
-      let seq: number;
-      try {
-        const ack = await this.js.publish(subject, JSON.stringify(event), {
-          msgID: event.id,
-          headers,
-          expect: { lastSubjectSequence: position.lastSequence, streamName: this.streamName },
-        });
-        seq = ack.seq;
-      } catch (error) {
-        if (error instanceof JetStreamApiError && CONFLICT_CODES.has(error.code)) {
-          throw new AppendConflictError(subject, position.lastSequence, { cause: error });
-        }
-        throw new EventStoreError(EventStoreErrorCode.AppendFailed, `append to ${subject} failed: ${String(error)}`, {
-          cause: error,
-        });
-      }
-      stored.push({ seq, subject, event });
-      position = { lastSequence: seq, lastHash: event.hash };
-    }
-    return stored;
-  }
-
-  /** The last event of a subject, or null when it has none. One round trip. */
-  async lastOf(subject: string): Promise<StoredEvent | null> {
-    const message = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
-    return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
-  }
-
-  /** Like {@link lastOf}, with a bad last event surfaced as a value instead of thrown. */
-  async lastOfChecked(subject: string): Promise<AdmissionResult | null> {
-    const message = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: subject });
-    return message ? this.admission.tryAdmit(message) : null;
-  }
-
-  async positionOf(subject: string): Promise<SubjectPosition> {
-    const last = await this.lastOf(subject);
-    return last ? { lastSequence: last.seq, lastHash: last.event.hash } : EMPTY_POSITION;
-  }
-
-  /** The event at a stream sequence, or null. */
-  async at(seq: number): Promise<StoredEvent | null> {
-    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
-    return message ? { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) } : null;
-  }
-
-  /** The stored bytes at a stream sequence, unparsed, or null. */
-  async rawAt(seq: number): Promise<RawStoredMessage | null> {
-    const message = await this.jsm.streams.getMessage(this.streamName, { seq });
-    return message ? { seq: message.seq, subject: message.subject, text: message.string(), data: message.data } : null;
-  }
-
+export interface EventStore {
+  /** @throws AppendConflictError when the subject moved since `expected` was read. */
+  append<E extends EventEnvelope>(subject: string, events: readonly UnsealedEvent[], expected: SubjectPosition): Promise<StoredEvent<E>[]>;
+  /** The last event of a subject as stored, or null when it has none. Not for decisions. */
+  lastOf(subject: string): Promise<StoredEvent | null>;
+  /** The last message of a subject through admission, or null when it has none. */
+  lastOfChecked(subject: string): Promise<AdmissionResult | null>;
+  /** The subject's position as stored (EMPTY_POSITION when it has no event). */
+  positionOf(subject: string): Promise<SubjectPosition>;
   /** The stream's last sequence (0 when empty). */
-  async lastSequence(): Promise<number> {
-    const info = await this.jsm.streams.info(this.streamName);
-    return info.state.last_seq;
-  }
-
-  /**
-   * Events of one subject with sequence in (afterSeq, uptoSeq], in order. `uptoSeq` must be
-   * a sequence known to exist on the subject (its last one, usually), so the read ends.
-   */
-  async *readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<StoredEvent> {
-    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) {
-      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
-    }
-  }
-
-  /** Like {@link readSubject}, with bad events surfaced as values (see {@link readFilteredChecked}). */
-  async *readSubjectChecked(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<AdmissionResult> {
-    for await (const message of this.readSubjectRaw(subject, afterSeq, uptoSeq)) yield this.admission.tryAdmit(message);
-  }
-
-  private async *readSubjectRaw(subject: string, afterSeq: number, uptoSeq: number): AsyncGenerator<{ seq: number; subject: string; data: Uint8Array }> {
-    if (uptoSeq <= afterSeq) return;
-    let cursor = afterSeq + 1;
-    for (let read = 0; read < DIRECT_READ_LIMIT; read++) {
-      const message = await this.jsm.direct.getMessage(this.streamName, { seq: cursor, next_by_subj: subject });
-      if (!message || message.seq > uptoSeq) return;
-      yield { seq: message.seq, subject: message.subject, data: message.data };
-      if (message.seq === uptoSeq) return;
-      cursor = message.seq + 1;
-    }
-    yield* this.readRaw(subject, cursor, uptoSeq);
-  }
-
-  /**
-   * Like {@link readFiltered}, but every message goes through admission and a bad one
-   * (not JSON, schema, foreign subject, bad text, untrusted) arrives as a value with its
-   * sequence and reason, so one corrupt event cannot end a reader.
-   */
-  async *readFilteredChecked(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<AdmissionResult> {
-    for await (const raw of this.readRaw(filter, fromSeq, uptoSeq)) {
-      yield this.admission.tryAdmit({ seq: raw.seq, subject: raw.subject, data: raw.data });
-    }
-  }
-
-  /** Like {@link follow}, with bad events surfaced as values (see {@link readFilteredChecked}). */
-  async *followChecked(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<AdmissionResult> {
-    for await (const message of this.followRaw(filter, fromSeq, signal)) {
-      yield this.admission.tryAdmit(message);
-    }
-  }
-
-  /**
-   * Every event matching `filter` from `fromSeq` through `uptoSeq` (default: the last event
-   * the filter matches when the read starts), through an ordered consumer: gap-free, in
-   * order, and it survives reconnects.
-   */
-  async *readFiltered(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<StoredEvent> {
-    for await (const raw of this.readRaw(filter, fromSeq, uptoSeq)) {
-      let event: EventEnvelope;
-      try {
-        event = JSON.parse(raw.text) as EventEnvelope;
-      } catch (error) {
-        throw new EventStoreError(EventStoreErrorCode.Corrupt, `stream sequence ${raw.seq} is not JSON`, { cause: error });
-      }
-      yield { seq: raw.seq, subject: raw.subject, event };
-    }
-  }
-
-  /**
-   * Every event matching `filter` from stream sequence `fromSeq` on, and then each new one
-   * as it is appended, until `signal` aborts. Ordered and gap-free (an ordered consumer),
-   * through reconnects. To start at a time, resolve it with {@link firstSeqAtOrAfter}.
-   */
-  async *follow(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<StoredEvent> {
-    for await (const message of this.followRaw(filter, fromSeq, signal)) {
-      yield { seq: message.seq, subject: message.subject, event: parseEvent(message.data, message.seq) };
-    }
-  }
-
-  /**
-   * Every message matching `filter` from `fromSeq` on, then each new one, unparsed, until
-   * `signal` aborts. An abort that lands while the consumer is being created is seen too:
-   * the consumer is deleted at once, so a reader that goes away during setup (an SSE client
-   * disconnecting) leaves no consumer behind on the server.
-   */
-  async *followRaw(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<RawStoredMessage> {
-    if (signal.aborted) return;
-    const consumer = await this.js.consumers.get(this.streamName, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
-    });
-    let messages: Awaited<ReturnType<typeof consumer.consume>> | undefined;
-    const stop = () => messages?.stop();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
-      if (signal.aborted) return;
-      messages = await consumer.consume({ max_messages: 256 });
-      if (signal.aborted) return;
-      for await (const message of messages) {
-        if (signal.aborted) return;
-        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
-      }
-    } finally {
-      signal.removeEventListener('abort', stop);
-      messages?.stop();
-      await consumer.delete().catch(() => undefined);
-    }
-  }
-
-  /**
-   * The first stream sequence stored at or after `time` (head + 1 when none is). A binary
-   * search over message timestamps: nats.js's ordered consumer drops `opt_start_time`
-   * when it (re)creates itself, and 2.9 has no direct get by time.
-   */
-  async firstSeqAtOrAfter(time: Date): Promise<number> {
-    const { state } = await this.jsm.streams.info(this.streamName);
-    let low = state.first_seq;
-    let high = state.last_seq + 1;
-    while (low < high) {
-      const middle = Math.floor((low + high) / 2);
-      const message = await this.jsm.streams.getMessage(this.streamName, { seq: middle });
-      if (message && message.time.getTime() >= time.getTime()) high = middle;
-      else low = middle + 1;
-    }
-    return low;
-  }
-
-  /** Like readFiltered, without parsing: `audit verify` must see exactly what is stored. */
-  async *readRaw(filter: string, fromSeq: number, uptoSeq?: number): AsyncGenerator<RawStoredMessage> {
-    // Where the read ends is decided up front, from the last message the filter matches:
-    // nats-server 2.9 over-counts num_pending for wildcard filters, so "nothing pending"
-    // cannot be trusted to end a read (it left history pages waiting forever).
-    const lastMatching = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: filter });
-    if (!lastMatching) return;
-    const end = Math.min(uptoSeq ?? lastMatching.seq, lastMatching.seq);
-    if (end < fromSeq) return;
-    const consumer = await this.js.consumers.get(this.streamName, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
-    });
-    const messages = await consumer.consume({ max_messages: 512 });
-    try {
-      for await (const message of messages) {
-        if (message.seq > end) break;
-        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
-        if (message.seq >= end) break;
-      }
-    } finally {
-      messages.stop();
-      await consumer.delete().catch(() => undefined);
-    }
-  }
+  lastSequence(): Promise<number>;
+  /** Events of one subject with sequence in (afterSeq, uptoSeq], in order, as stored. */
+  readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncIterable<StoredEvent>;
+  /** Like {@link readSubject}, through admission. */
+  readSubjectChecked(subject: string, afterSeq: number, uptoSeq: number): AsyncIterable<AdmissionResult>;
 }
 
 /** A stored message before parsing: what an auditor checks. */

@@ -21,11 +21,14 @@ const ADVICE: Record<NatsConnectFailure, string> = {
 export class NatsUnreachableError extends Error {
   readonly url: string;
 
-  constructor(readonly reason: NatsConnectFailure, url: string, cause: unknown, secrets: readonly (string | undefined)[] = []) {
+  readonly reason: NatsConnectFailure;
+
+  constructor(reason: NatsConnectFailure, url: string, cause: unknown, secrets: readonly (string | undefined)[] = []) {
     const detail = redactSecrets(redactUrls(describeCause(cause)), secrets);
     const safeUrl = redactSecrets(redactUrls(url), secrets);
     const what = reason === 'unreachable' ? 'cannot reach NATS' : reason === 'authentication' ? 'NATS refused the credentials' : 'TLS to NATS failed';
     super(`${what} at ${safeUrl} (${detail}); ${ADVICE[reason]}`, { cause });
+    this.reason = reason;
     this.name = 'NatsUnreachableError';
     this.url = safeUrl;
   }

@@ -15,8 +15,11 @@ export const NO_ACCOUNT_TOKEN = '_';
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export class InvalidSubjectTokenError extends Error {
-  constructor(readonly token: string) {
+  readonly token: string;
+
+  constructor(token: string) {
     super(`'${token}' cannot be a subject token (letters, digits, _ and - only)`);
+    this.token = token;
     this.name = 'InvalidSubjectTokenError';
   }
 }
@@ -33,7 +36,11 @@ export interface SubjectAddress {
 }
 
 export class Subjects {
-  constructor(readonly prefix: string) {}
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
 
   /** Every event of this deployment. */
   get all(): string {
@@ -56,3 +63,31 @@ export class Subjects {
     return `${this.prefix}.${SUBJECT_VERSION}.${workspaceId}.${accountId}.${aggregateType}.*`;
   }
 }
+
+/** The id of an account's auto-apply quota aggregate for one UTC day (`yyyy-mm-dd`). */
+export function quotaAggregateId(accountId: string, day: string): string {
+  return `${accountId}_${day.replaceAll('-', '')}`;
+}
+
+/**
+ * The address of each aggregate's subject: the one mapping from ids to a consistency
+ * boundary, used by the deciders' `streamOf`, the queries and tests.
+ *
+ * @example
+ * ```ts
+ * subjects.forAggregate(streams.account(workspaceId, accountId)) // '<prefix>.v1.<ws>.<acc>.account.<acc>'
+ * ```
+ */
+export const streams = {
+  workspace: (workspaceId: string): SubjectAddress => ({ workspaceId, accountId: null, aggregate: { type: 'workspace', id: workspaceId } }),
+  key: (workspaceId: string, keyId: string): SubjectAddress => ({ workspaceId, accountId: null, aggregate: { type: 'key', id: keyId } }),
+  account: (workspaceId: string, accountId: string): SubjectAddress => ({ workspaceId, accountId, aggregate: { type: 'account', id: accountId } }),
+  /** A run's transcript (its tool calls); the run's lifecycle is decided on the account. */
+  run: (workspaceId: string, accountId: string, runId: string): SubjectAddress => ({ workspaceId, accountId, aggregate: { type: 'run', id: runId } }),
+  action: (workspaceId: string, accountId: string, actionId: string): SubjectAddress => ({ workspaceId, accountId, aggregate: { type: 'action', id: actionId } }),
+  quota: (workspaceId: string, accountId: string, day: string): SubjectAddress => ({
+    workspaceId,
+    accountId,
+    aggregate: { type: 'quota', id: quotaAggregateId(accountId, day) },
+  }),
+} as const;

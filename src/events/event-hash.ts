@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical-json.ts';
 import type { EventEnvelope, UnsealedEvent } from './envelope.ts';
 import type { EventSigner } from './signing/event-signer.ts';
 import { signedBytes } from './signing/signed-bytes.ts';
@@ -20,7 +20,7 @@ export function sealEvent<T extends string, D>(event: UnsealedEvent<T, D>, prevH
 
 export function computeEventHash(event: UnsealedEvent | EventEnvelope | (UnsealedEvent & { key_id: string }), prevHash: string): string {
   const { hash: _hash, prev_hash: _prev, signature: _signature, ...body } = event as EventEnvelope;
-  const canonical = canonicalize(body);
+  const canonical = canonicalJson(body);
   if (canonical === undefined) throw new TypeError('event cannot be canonicalized');
   return createHash('sha256').update(prevHash).update('\n').update(canonical).digest('hex');
 }

@@ -6,8 +6,13 @@ import { describeHostileCharacter, findHostileText, hasHostileText } from '../te
 
 /** Raised when an event does not match its schema; the store refuses to append it. */
 export class EventSchemaError extends Error {
-  constructor(readonly eventType: string, readonly errors: readonly string[]) {
+  readonly eventType: string;
+  readonly errors: readonly string[];
+
+  constructor(eventType: string, errors: readonly string[]) {
     super(`event ${eventType} does not match its schema: ${errors.join('; ')}`);
+    this.eventType = eventType;
+    this.errors = errors;
     this.name = 'EventSchemaError';
   }
 }
@@ -26,8 +31,11 @@ export class UnknownEventTypeError extends EventSchemaError {
  * catch it; admission tells it apart to quarantine with its own code.
  */
 export class EventTextError extends EventSchemaError {
-  constructor(eventType: string, readonly pointer: string, problem: string) {
+  readonly pointer: string;
+
+  constructor(eventType: string, pointer: string, problem: string) {
     super(eventType, [`${pointer} ${problem}`]);
+    this.pointer = pointer;
     this.name = 'EventTextError';
   }
 }

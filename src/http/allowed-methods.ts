@@ -1,7 +1,6 @@
 import type { Router, RouterContext } from '@koa/router';
 import type { Middleware } from 'koa';
-import { MethodNotAllowedError } from '../errors/common-errors.ts';
-import { HttpStatusError } from './http-status-error.ts';
+import { HttpStatusError, MethodNotAllowedError } from './problems/http-errors.ts';
 
 /** Placeholder thrown by the router; replaced below once the request's allowed methods are known. */
 class MethodMismatch extends Error {}

@@ -3,12 +3,14 @@ import Koa, { type Middleware } from 'koa';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
+import { consoleRouter } from './console/console-routes.ts';
 import { createHealthRouter, type ReadinessAudience, type ReadinessCheck } from './health-routes.ts';
 import { rejectHostileQuery } from './hostile-text-guard.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { requestId, requestIdOf } from './middleware/request-id.ts';
 import { routeNotFound } from './middleware/route-not-found.ts';
+import { problemPagesRouter } from './problems/problem-pages.ts';
 
 export interface HttpAppOptions {
   readonly config: Config;
@@ -25,7 +27,8 @@ export interface HttpAppOptions {
 
 /**
  * Assembles the Koa app: request id → access log → error handler → rate limiter →
- * 404 fallback → health routes → feature routers (each followed by its 405/501 handling).
+ * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
+ * followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
  * both need the request id.
  */
@@ -46,7 +49,8 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
   app.use(rejectHostileQuery());
-  for (const router of [createHealthRouter(options.readiness, logger, options.readinessAudience), ...options.routers]) {
+  const builtIn = [createHealthRouter(options.readiness, logger, options.readinessAudience), problemPagesRouter(config.publicBaseUrl), consoleRouter()];
+  for (const router of [...builtIn, ...options.routers]) {
     app.use(router.routes());
     app.use(allowedMethods(router));
   }

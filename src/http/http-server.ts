@@ -3,6 +3,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { v7 as uuidv7 } from 'uuid';
 import type Koa from 'koa';
 import type { Logger } from '../log/logger.ts';
+import { problemTypeUri } from './problem-response.ts';
+import { PROBLEM_CATALOGUE, type ProblemSlug } from './problems/problem-catalogue.ts';
 
 export interface HttpServer {
   readonly port: number;
@@ -20,11 +22,11 @@ export interface HttpServerOptions {
 }
 
 /** What node's HTTP parser refuses before any middleware runs, as our problem types. */
-const PARSER_PROBLEMS: Readonly<Record<string, { status: number; reason: string; type: string; title: string }>> = {
-  HPE_HEADER_OVERFLOW: { status: 431, reason: 'Request Header Fields Too Large', type: 'headers-too-large', title: 'Request headers are too large' },
-  HPE_URI_TOO_LONG: { status: 414, reason: 'URI Too Long', type: 'uri-too-long', title: 'Request URI is too long' },
+const PARSER_PROBLEMS: Readonly<Record<string, { reason: string; type: ProblemSlug }>> = {
+  HPE_HEADER_OVERFLOW: { reason: 'Request Header Fields Too Large', type: 'headers-too-large' },
+  HPE_URI_TOO_LONG: { reason: 'URI Too Long', type: 'uri-too-long' },
 };
-const MALFORMED = { status: 400, reason: 'Bad Request', type: 'malformed-request', title: 'The request is not valid HTTP/1.1' };
+const MALFORMED = { reason: 'Bad Request', type: 'malformed-request' } as const;
 
 /**
  * Answers a request node's parser refused (oversized headers, broken HTTP) with an RFC 9457
@@ -35,9 +37,10 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
     socket.destroy();
     return;
   }
-  const problem = PARSER_PROBLEMS[error.code ?? ''] ?? MALFORMED;
+  const refused = PARSER_PROBLEMS[error.code ?? ''] ?? MALFORMED;
+  const problem = { ...refused, ...PROBLEM_CATALOGUE[refused.type] };
   const requestId = uuidv7();
-  const body = JSON.stringify({ type: `${publicBaseUrl}/problems/${problem.type}`, title: problem.title, status: problem.status, instance: '', request_id: requestId });
+  const body = JSON.stringify({ type: problemTypeUri(publicBaseUrl, problem.type), title: problem.title, status: problem.status, instance: '', request_id: requestId });
   socket.end(
     `HTTP/1.1 ${problem.status} ${problem.reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,

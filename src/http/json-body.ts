@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors/common-errors.ts';
+import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from './problems/http-errors.ts';
 import { assertCleanRequestText } from './hostile-text-guard.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
-import type { ProblemError, ProblemFields } from '../errors/problem-error.ts';
+import type { AppError } from '../errors/app-error.ts';
+import { toHttpProblem, type HttpProblem } from './problems/problem-mapping.ts';
 
 /** Members RFC 9457 (and our `request_id`) define; an extension must never shadow them. */
 const CORE_MEMBERS = new Set(['type', 'title', 'status', 'detail', 'instance', 'request_id']);
@@ -12,33 +13,35 @@ export interface ProblemContext {
   readonly requestId: string;
 }
 
-/**
- * Builds the RFC 9457 document for a problem. The `type` is an absolute URI under the
- * public origin so clients can dereference it, while errors only carry a slug.
- */
-export function problemDocument(problem: ProblemFields, context: ProblemContext): Record<string, unknown> {
+/** The absolute URI of a problem type: clients can dereference it (GET answers its page). */
+export function problemTypeUri(publicBaseUrl: string, slug: string): string {
+  return `${publicBaseUrl}/problems/${slug}`;
+}
+
+/** Builds the RFC 9457 document for a problem. */
+export function problemDocument(problem: HttpProblem, context: ProblemContext): Record<string, unknown> {
   const document: Record<string, unknown> = {
-    type: `${context.publicBaseUrl}/problems/${problem.type}`,
+    type: problemTypeUri(context.publicBaseUrl, problem.slug),
     title: problem.title,
     status: problem.status,
     detail: problem.detail,
     instance: context.instance,
     request_id: context.requestId,
   };
-  for (const [name, value] of Object.entries(problem.extensions ?? {})) {
+  for (const [name, value] of Object.entries(problem.extensions)) {
     if (!CORE_MEMBERS.has(name)) document[name] = value;
   }
   return document;
 }
 
 /**
- * Writes `error` as the response: status, the problem's own headers, and an
+ * Writes `error` as the response: status, the problem's headers, and an
  * `application/problem+json` body.
  */
-export function writeProblem(ctx: Context, error: ProblemError, options: { publicBaseUrl: string; requestId: string }): void {
-  const { problem } = error;
+export function writeProblem(ctx: Context, error: AppError, options: { publicBaseUrl: string; requestId: string }): void {
+  const problem = toHttpProblem(error);
   ctx.status = problem.status;
-  for (const [name, value] of Object.entries(problem.headers ?? {})) ctx.set(name, value);
+  for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
   // Content-Type goes first and the body as a string: koa would force `application/json` on an object body.
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = JSON.stringify(

@@ -2,13 +2,15 @@ import { v7 as uuidv7 } from 'uuid';
 import { identityProjection } from '../../projections/identity/identity-projection.ts';
 import { waitForProjection } from '../../projections/runtime/projector.ts';
 import { AccountNotFoundError, WorkspaceNotFoundError } from '../../commands/errors.ts';
-import { lastSeqOf } from '../../commands/write-model.ts';
+import { lastSeqOf } from '../../commands/shared/handle.ts';
 import type { Actor } from '../events/envelope.ts';
 import { CredentialStore, CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
 import { normaliseCustomerId } from '../platform/google-ads/customer-id.ts';
 import { exchangeRefreshToken } from '../platform/google-ads/oauth-token-client.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import type { OperatorResult } from './operator-commands.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { loadWorkspace } from '../../commands/queries.ts';
 
 const OPERATOR: Actor = { kind: 'operator', id: process.env.USER ?? 'operator' };
 
@@ -29,14 +31,15 @@ export interface GoogleAdsConnection {
 export async function connectGoogleAdsAccount(infra: Infrastructure, connection: GoogleAdsConnection): Promise<OperatorResult<{ id: string }>> {
   const customerId = normaliseCustomerId(connection.customerId, '--customer-id');
   const loginCustomerId = connection.loginCustomerId === undefined ? null : normaliseCustomerId(connection.loginCustomerId, '--login-customer-id');
-  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(connection.workspaceId));
+  const workspace = await loadWorkspace(infra.aggregates, connection.workspaceId);
   if (!workspace.state.exists) throw new WorkspaceNotFoundError(connection.workspaceId);
   if (!infra.config.credentialsKey) throw new CredentialsKeyMissingError('so the refresh token could not be stored');
   await exchangeRefreshToken(infra.config.googleAds, connection.refreshToken);
 
   const accountId = uuidv7();
   await new CredentialStore(infra.database.db, infra.config.credentialsKey).put(accountId, 'google-ads', connection.refreshToken);
-  const result = await infra.writeModel.createAccount({
+  const result = await infra.commands.handle(accountDecider, {
+    type: 'CreateAccount',
     workspaceId: connection.workspaceId,
     accountId,
     name: connection.name,

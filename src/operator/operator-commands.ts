@@ -2,11 +2,15 @@ import { v7 as uuidv7 } from 'uuid';
 import { identityProjection } from '../../projections/identity/identity-projection.ts';
 import { waitForProjection } from '../../projections/runtime/projector.ts';
 import { KeyNotFoundError, WorkspaceNotFoundError } from '../../commands/errors.ts';
-import { lastSeqOf } from '../../commands/write-model.ts';
+import { lastSeqOf } from '../../commands/shared/handle.ts';
 import { generateApiKey } from '../auth/api-key.ts';
 import type { KeyScope, PlatformKind } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
+import { keyDecider } from '../../commands/key/key-decider.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { loadWorkspace } from '../../commands/queries.ts';
 
 /**
  * Operator actions (the `adsagent` CLI, the demo, tests). Each appends through the write
@@ -29,13 +33,13 @@ async function visible(infra: Infrastructure, result: { appended: readonly { seq
 
 /** Accounts and keys belong to a workspace that must exist (read from its aggregate, not a read model). */
 async function requireWorkspace(infra: Infrastructure, workspaceId: string): Promise<void> {
-  const workspace = await infra.writeModel.workspaces.load(infra.writeModel.workspaceSubject(workspaceId));
+  const workspace = await loadWorkspace(infra.aggregates, workspaceId);
   if (!workspace.state.exists) throw new WorkspaceNotFoundError(workspaceId);
 }
 
 export async function createWorkspace(infra: Infrastructure, name: string): Promise<OperatorResult<{ id: string }>> {
   const workspaceId = uuidv7();
-  const result = await infra.writeModel.createWorkspace({ workspaceId, name, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  const result = await infra.commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId, name, meta: { actor: OPERATOR, correlationId: workspaceId } });
   return { value: { id: workspaceId }, visible: await visible(infra, result) };
 }
 
@@ -54,7 +58,8 @@ export async function createAccount(
 ): Promise<OperatorResult<{ id: string }>> {
   await requireWorkspace(infra, workspaceId);
   const accountId = uuidv7();
-  const result = await infra.writeModel.createAccount({
+  const result = await infra.commands.handle(accountDecider, {
+    type: 'CreateAccount',
     workspaceId,
     accountId,
     name,
@@ -73,7 +78,8 @@ export async function issueKey(
 ): Promise<OperatorResult<{ id: string; key: string; scope: KeyScope }>> {
   await requireWorkspace(infra, workspaceId);
   const generated = generateApiKey();
-  const result = await infra.writeModel.issueKey({
+  const result = await infra.commands.handle(keyDecider, {
+    type: 'IssueKey',
     workspaceId,
     keyId: generated.keyId,
     name,
@@ -88,7 +94,8 @@ export async function issueKey(
 export async function revokeKey(infra: Infrastructure, keyId: string): Promise<OperatorResult<{ id: string }>> {
   const row = await infra.database.db.selectFrom('api_keys').select(['workspace_id']).where('id', '=', keyId).executeTakeFirst();
   if (!row) throw new KeyNotFoundError(keyId);
-  const result = await infra.writeModel.revokeKey({
+  const result = await infra.commands.handle(keyDecider, {
+    type: 'RevokeKey',
     workspaceId: row.workspace_id,
     keyId,
     meta: { actor: OPERATOR, correlationId: keyId },
@@ -103,16 +110,42 @@ export async function setKillSwitch(
   engaged: boolean,
   reason: string,
 ): Promise<OperatorResult<{ workspace_id: string; engaged: boolean }>> {
-  const result = await infra.writeModel.setKillSwitch({ workspaceId, engaged, reason, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  const result = await infra.commands.handle(workspaceDecider, { type: 'SetKillSwitch', workspaceId, engaged, reason, meta: { actor: OPERATOR, correlationId: workspaceId } });
   return { value: { workspace_id: workspaceId, engaged: result.state.killSwitch.engaged }, visible: true };
 }
 
 /** Turns the workspace's distinct-approver rule on or off; the next approval is decided under it. */
+/**
+ * Pauses the start of a workspace's queued runs for `seconds` (runs are still accepted and can
+ * be canceled; running ones go on), or resumes them when `seconds` is null.
+ */
+export async function pauseRunStarts(
+  infra: Infrastructure,
+  workspaceId: string,
+  seconds: number | null,
+  reason: string,
+): Promise<OperatorResult<{ workspace_id: string; run_starts_paused_until: string | null }>> {
+  const meta = { actor: OPERATOR, correlationId: workspaceId };
+  const now = new Date();
+  const result =
+    seconds === null
+      ? await infra.commands.handle(workspaceDecider, { type: 'ResumeRunStarts', workspaceId, reason, meta })
+      : await infra.commands.handle(workspaceDecider, {
+          type: 'PauseRunStarts',
+          workspaceId,
+          until: new Date(now.getTime() + seconds * 1000).toISOString(),
+          reason,
+          now: now.toISOString(),
+          meta,
+        });
+  return { value: { workspace_id: workspaceId, run_starts_paused_until: result.state.runStartsPausedUntil }, visible: true };
+}
+
 export async function setDistinctApprover(
   infra: Infrastructure,
   workspaceId: string,
   required: boolean,
 ): Promise<OperatorResult<{ workspace_id: string; require_distinct_approver: boolean }>> {
-  const result = await infra.writeModel.setDistinctApprover({ workspaceId, required, meta: { actor: OPERATOR, correlationId: workspaceId } });
+  const result = await infra.commands.handle(workspaceDecider, { type: 'SetDistinctApprover', workspaceId, required, meta: { actor: OPERATOR, correlationId: workspaceId } });
   return { value: { workspace_id: workspaceId, require_distinct_approver: result.state.requireDistinctApprover }, visible: true };
 }

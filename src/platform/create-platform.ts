@@ -30,7 +30,7 @@ export function createPlatform(
     try {
       return await exchangeRefreshToken(config.googleAds, refreshToken);
     } catch (error) {
-      if (error instanceof OAuthGrantRefusedError) throw new GoogleAdsNotConnectedError(accountId, `${error.problem.detail ?? error.oauthError}`);
+      if (error instanceof OAuthGrantRefusedError) throw new GoogleAdsNotConnectedError(accountId, error.message || error.oauthError);
       throw error;
     }
   });
@@ -55,10 +55,16 @@ async function readRefreshToken(credentials: CredentialStore, accountId: string)
 }
 
 class PlatformRouter implements AdsPlatform {
+  private readonly sandbox: AdsPlatform;
+  private readonly googleAds: GoogleAdsPlatform;
+
   constructor(
-    private readonly sandbox: AdsPlatform,
-    private readonly googleAds: GoogleAdsPlatform,
-  ) {}
+    sandbox: AdsPlatform,
+    googleAds: GoogleAdsPlatform,
+  ) {
+    this.sandbox = sandbox;
+    this.googleAds = googleAds;
+  }
 
   private of(account: PlatformAccountRef): AdsPlatform {
     if (account.platform === 'google-ads') return this.googleAds;

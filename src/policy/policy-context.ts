@@ -1,10 +1,8 @@
-import { sql, type Kysely } from 'kysely';
-import type { WriteModel } from '../../commands/write-model.ts';
+import { loadQuota } from '../../commands/queries.ts';
+import type { Aggregates } from '../../commands/shared/aggregates.ts';
 import { bandKey, type AutoApplyTouch, type BandedField } from '../../commands/quota/auto-apply-quota.ts';
-import type { Database } from '../db/schema.ts';
-import type { ActionKind } from '../events/catalogue/index.ts';
 import type { ActionDraft } from './action-draft.ts';
-import { BUDGET_AND_TARGET_KINDS, POLICY_LIMITS, type PolicyContext } from './classify-action.ts';
+import { POLICY_LIMITS, type PolicyContext } from './classify-action.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -57,16 +55,28 @@ export function autoApplyTouch(draft: ActionDraft): AutoApplyTouch {
 }
 
 /**
+ * The latest budget or target change this service applied to a campaign since a time, other
+ * than `exceptActionId`: the learning period's input. In production the approvals read model
+ * answers (projections/approvals/applied-change-lookup.ts); the policy only knows this port.
+ */
+export interface AppliedChangeLookup {
+  lastAppliedChange(accountId: string, campaignId: string, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']>;
+}
+
+/**
  * Reads what the policy needs beyond the draft: the day's baseline of the changed field
  * (from the day's quota aggregate, exact) and the campaign's latest applied budget or target
  * change (from the approvals read model, which trails the event log by milliseconds; the
  * apply worker classifies auto-applied actions again right before they go live).
  */
 export class PolicyContextReader {
-  constructor(
-    private readonly writeModel: WriteModel,
-    private readonly db: Kysely<Database>,
-  ) {}
+  private readonly aggregates: Aggregates;
+  private readonly appliedChanges: AppliedChangeLookup;
+
+  constructor(aggregates: Aggregates, appliedChanges: AppliedChangeLookup) {
+    this.aggregates = aggregates;
+    this.appliedChanges = appliedChanges;
+  }
 
   /**
    * @param now the learning period is measured back from it, and it names the UTC day of the baseline
@@ -82,27 +92,11 @@ export class PolicyContextReader {
   ): Promise<PolicyContext> {
     const banded = bandedChange(draft);
     if (!banded) return { dayBaseline: null, recentChange: null };
-    const { exceptActionId } = options;
+    const since = new Date(now.getTime() - POLICY_LIMITS.learningPeriodDays * DAY_MS);
     const [quota, recentChange] = await Promise.all([
-      this.writeModel.quotas.load(this.writeModel.quotaSubject(workspaceId, accountId, options.day ?? utcDay(now))),
-      this.lastAppliedChange(accountId, banded.campaignId, new Date(now.getTime() - POLICY_LIMITS.learningPeriodDays * DAY_MS), exceptActionId),
+      loadQuota(this.aggregates, workspaceId, accountId, options.day ?? utcDay(now)),
+      this.appliedChanges.lastAppliedChange(accountId, banded.campaignId, since, options.exceptActionId),
     ]);
     return { dayBaseline: quota.state.bands[bandKey(banded.campaignId, banded.field)]?.baseline ?? null, recentChange };
-  }
-
-  private async lastAppliedChange(accountId: string, campaignId: string, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']> {
-    const row = await this.db
-      .selectFrom('approvals')
-      .select(['id', 'kind', 'updated_at'])
-      .where('account_id', '=', accountId)
-      .where('status', '=', 'applied')
-      .where('kind', 'in', [...BUDGET_AND_TARGET_KINDS])
-      .where(sql<string>`params->>'campaign_id'`, '=', campaignId)
-      .where('updated_at', '>=', since)
-      .$if(exceptActionId !== undefined, (qb) => qb.where('id', '!=', exceptActionId as string))
-      .orderBy('updated_at', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    return row ? { actionId: row.id, kind: row.kind as ActionKind, appliedAt: new Date(row.updated_at).toISOString() } : null;
   }
 }

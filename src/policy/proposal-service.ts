@@ -1,28 +1,31 @@
-import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
-import type { WriteModel } from '../../commands/write-model.ts';
+import type { Commands } from '../../commands/command-bus.ts';
 import {
-  AUTO_APPLY_DAILY_CAP,
-  AutoApplyCapReachedError,
-  CampaignAlreadyChangedTodayError,
-  DailySpendShareCapError,
-  DayBandExceededError,
-} from '../../commands/quota/auto-apply-quota.ts';
+  autoApplyGates,
+  settleAutoApplySlot,
+  slotRefusalOf,
+  type DispositionDecision,
+  type SlotOutcome,
+} from '../../commands/action/auto-apply-disposition.ts';
+import { AUTO_APPLY_DAILY_CAP } from '../../commands/quota/auto-apply-quota.ts';
+import { platformAccountOf } from '../../commands/account/platform-account.ts';
 import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
 import { ValidationError } from '../errors/common-errors.ts';
-import { isProblemError } from '../errors/problem-error.ts';
+import { isAppError } from '../errors/app-error.ts';
 import type { AdsPlatform, PlatformChange } from '../platform/ads-platform.ts';
 import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
-import type { Database } from '../db/schema.ts';
 import type { ActionDraft } from './action-draft.ts';
 import { classifyAction, type Classification } from './classify-action.ts';
-import { autoApplyTouch, PolicyContextReader, utcDay } from './policy-context.ts';
+import { autoApplyTouch, PolicyContextReader, utcDay, type AppliedChangeLookup } from './policy-context.ts';
+import { actionDecider } from '../../commands/action/action-decider.ts';
+import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
+import { loadWorkspace, loadAccount } from '../../commands/queries.ts';
 
 /** Refusals of a dry run that make a proposal blocked; anything else (not connected, unavailable) fails the proposal. */
 const DRY_RUN_REFUSALS = new Set(['platform-request-refused', 'change-not-applicable', 'campaign-not-found', 'keyword-not-found']);
 
-/** The Action resource of the specification. */
+/** What the policy decided about a proposed action (the HTTP edge adds its URL to show it). */
 export interface ActionRepresentation {
   readonly id: string;
   readonly kind: string;
@@ -30,7 +33,6 @@ export interface ActionRepresentation {
   readonly risk_tier: RiskTier;
   readonly disposition: Disposition;
   readonly policy_reasons: readonly string[];
-  readonly approvals_url: string;
 }
 
 export interface ProposalRequest {
@@ -44,10 +46,6 @@ export interface ProposalRequest {
   readonly meta: CommandMeta;
   /** Chosen by the caller when a retry must find the same action (Idempotency-Key); new otherwise. */
   readonly actionId?: string;
-}
-
-export function approvalsUrl(publicBaseUrl: string, accountId: string): string {
-  return `${publicBaseUrl}/api/v1/accounts/${accountId}/approvals`;
 }
 
 /**
@@ -65,13 +63,15 @@ export class ProposalService {
   private readonly context: PolicyContextReader;
   private readonly clock: () => Date;
 
+  private readonly commands: Commands;
+
   constructor(
-    private readonly writeModel: WriteModel,
-    private readonly publicBaseUrl: string,
-    db: Kysely<Database>,
+    commands: Commands,
+    appliedChanges: AppliedChangeLookup,
     options: { readonly clock?: () => Date; readonly platform?: AdsPlatform } = {},
   ) {
-    this.context = new PolicyContextReader(writeModel, db);
+    this.commands = commands;
+    this.context = new PolicyContextReader(commands.aggregates, appliedChanges);
     this.clock = options.clock ?? (() => new Date());
     this.platform = options.platform;
   }
@@ -84,15 +84,15 @@ export class ProposalService {
    */
   private async dryRun(request: ProposalRequest): Promise<string | null> {
     if (!this.platform?.validateChange) return null;
-    const account = await this.writeModel.accounts.load(this.writeModel.accountSubject(request.workspaceId, request.accountId));
-    const state = account.state;
-    if (state.platform !== 'google-ads') return null;
-    const ref = { accountId: request.accountId, name: state.name, platform: state.platform, sandboxSeed: state.sandboxSeed, googleAds: state.googleAds };
+    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
+    // Only Google Ads has a dry run.
+    const ref = platformAccountOf(request.accountId, account.state);
+    if (ref?.platform !== 'google-ads') return null;
     try {
       await this.platform.validateChange(ref, { kind: request.draft.kind, ...request.draft.params } as PlatformChange);
       return null;
     } catch (error) {
-      if (isProblemError(error) && DRY_RUN_REFUSALS.has(error.problem.type)) return error.message;
+      if (isAppError(error) && DRY_RUN_REFUSALS.has(error.code)) return error.message;
       throw error;
     }
   }
@@ -125,7 +125,8 @@ export class ProposalService {
     const { riskTier, disposition, reasons } = refused
       ? { riskTier: 'blocked' as const, disposition: 'blocked' as const, reasons: [...classified.policy_reasons, `the platform refused the change in a dry run (validateOnly): ${refused}`, 'blocked: never queued or applied'] }
       : await this.decideDisposition({ ...request, meta }, classified, actionId, now);
-    await this.writeModel.proposeAction({
+    await this.commands.handle(actionDecider, {
+      type: 'ProposeAction',
       workspaceId: request.workspaceId,
       accountId: request.accountId,
       proposal: proposal(riskTier, disposition, reasons),
@@ -138,7 +139,6 @@ export class ProposalService {
       risk_tier: riskTier,
       disposition,
       policy_reasons: reasons,
-      approvals_url: approvalsUrl(this.publicBaseUrl, request.accountId),
     };
   }
 
@@ -150,28 +150,30 @@ export class ProposalService {
   private async proposerKeyOf(request: ProposalRequest): Promise<string | null> {
     if (request.meta.actor.kind === 'api_key') return request.meta.actor.id;
     if (request.runId === null) return null;
-    const account = await this.writeModel.accounts.load(this.writeModel.accountSubject(request.workspaceId, request.accountId));
+    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
     const active = account.state.activeRun;
     return active && active.runId === request.runId ? active.keyId : null;
   }
 
-  private async decideDisposition(
-    request: ProposalRequest,
-    classification: Classification,
-    actionId: string,
-    now: Date,
-  ): Promise<{ riskTier: RiskTier; disposition: Disposition; reasons: string[] }> {
-    const riskTier = classification.risk_tier;
-    const reasons = [...classification.policy_reasons];
-    const queued = (reason: string, tier: RiskTier = riskTier) => ({ riskTier: tier, disposition: 'queued' as const, reasons: [...reasons, reason] });
-    if (riskTier === 'blocked') return { riskTier, disposition: 'blocked', reasons: [...reasons, 'blocked by policy: never applied'] };
-    if (!request.autoApply) return queued('auto_apply was not requested: queued for approval');
-    if (riskTier !== 'safe') return queued(`risk tier ${riskTier}: only safe actions are auto-applied`);
-    const workspace = await this.writeModel.workspaces.load(this.writeModel.workspaceSubject(request.workspaceId));
-    if (workspace.state.killSwitch.engaged) return queued('the workspace kill switch is engaged');
+  /**
+   * The auto-apply disposition (commands/action/auto-apply-disposition.ts, pure) around its
+   * two reads and one write: the workspace (kill switch) and the day's slot, reserved on the
+   * quota aggregate so the cap, bands and spend share hold under any concurrency.
+   */
+  private async decideDisposition(request: ProposalRequest, classification: Classification, actionId: string, now: Date): Promise<DispositionDecision> {
+    const workspace = await loadWorkspace(this.commands.aggregates, request.workspaceId);
+    const step = autoApplyGates({
+      riskTier: classification.risk_tier,
+      policyReasons: classification.policy_reasons,
+      autoApplyRequested: request.autoApply,
+      workspace: workspace.state,
+    });
+    if (step.kind === 'decided') return step.decision;
     const day = utcDay(now);
+    let outcome: SlotOutcome;
     try {
-      const reserved = await this.writeModel.reserveAutoApplySlot({
+      const reserved = await this.commands.handle(quotaDecider, {
+        type: 'ReserveAutoApplySlot',
         workspaceId: request.workspaceId,
         accountId: request.accountId,
         day,
@@ -180,19 +182,13 @@ export class ProposalService {
         touch: autoApplyTouch(request.draft),
         meta: request.meta,
       });
-      return {
-        riskTier,
-        disposition: 'auto_applied',
-        reasons: [...reasons, `auto-apply slot ${reserved.state.actionIds.length} of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC); the apply worker re-checks before it goes live`],
-      };
+      outcome = { kind: 'reserved', slot: reserved.state.actionIds.length };
     } catch (error) {
-      if (error instanceof AutoApplyCapReachedError) return queued(`the daily auto-apply cap of ${AUTO_APPLY_DAILY_CAP} for ${day} (UTC) is reached`);
-      // A concurrent proposal recorded the day's first value before this one: measured from it, the change is not safe.
-      if (error instanceof DayBandExceededError) return queued(`${error.message}; not safe, queued for approval`, 'review');
-      if (error instanceof CampaignAlreadyChangedTodayError) return queued(`${error.message}; not safe, queued for approval`, 'review');
-      if (error instanceof DailySpendShareCapError) return queued(`${error.message}; queued for approval`);
-      throw error;
+      const refusal = slotRefusalOf(error);
+      if (!refusal) throw error;
+      outcome = { kind: 'refused', refusal };
     }
+    return settleAutoApplySlot(step, outcome, { day, cap: AUTO_APPLY_DAILY_CAP });
   }
 }
 

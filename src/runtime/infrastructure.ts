@@ -1,10 +1,12 @@
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { WriteModel } from '../../commands/write-model.ts';
+import { Commands } from '../../commands/command-bus.ts';
+import { OUTAGE_RIDE_THROUGH_MS } from '../../commands/shared/handle.ts';
+import { Aggregates } from '../../commands/shared/aggregates.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrator.ts';
-import { EventStore } from '../event-store/event-store.ts';
+import { JetStreamEventStore } from '../event-store/jetstream-event-store.ts';
 import { connectNats } from '../event-store/nats-connection.ts';
 import { SnapshotStore } from '../event-store/snapshot-store.ts';
 import { ensureEventStream } from '../event-store/stream-setup.ts';
@@ -17,9 +19,12 @@ export interface Infrastructure {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
-  readonly store: EventStore;
+  readonly store: JetStreamEventStore;
   readonly subjects: Subjects;
-  readonly writeModel: WriteModel;
+  /** Decision state of every aggregate, for the queries (commands/queries.ts) and the command side. */
+  readonly aggregates: Aggregates;
+  /** The one way state changes (commands/command-bus.ts). */
+  readonly commands: Commands;
   readonly database: DatabaseHandle;
   /** The signer of every append, the keys this process believes and their verifier. */
   readonly signing: EventSigning;
@@ -54,12 +59,15 @@ export async function openInfrastructure(config: Config, clientName: string, opt
     const subjects = new Subjects(config.subjectPrefix);
     await ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas });
     const snapshots = await SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas);
-    const store = new EventStore(js, jsm, config.eventStream, { signer: loaded.signer });
+    const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer });
     const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded });
     // From here on every reader of this store believes only events signed by a known key
     // (or legacy events from before signing); anything else is quarantined or marked.
     store.admission.useAuthenticity(signing.verifier);
-    const writeModel = new WriteModel(store, subjects, snapshots);
+    // Background work (workers, the policy, the CLI) waits out a short event-log outage such as
+    // a cluster's leader election; the API answers at once instead (its own view, service.ts).
+    const aggregates = new Aggregates(store, subjects, snapshots, { outageRideThroughMs: OUTAGE_RIDE_THROUGH_MS });
+    const commands = new Commands(aggregates);
     const opened = database;
     return {
       config,
@@ -68,7 +76,8 @@ export async function openInfrastructure(config: Config, clientName: string, opt
       jsm,
       store,
       subjects,
-      writeModel,
+      aggregates,
+      commands,
       database: opened,
       signing,
       close: async () => {

@@ -9,11 +9,19 @@ import { waitForProjection } from '../../projections/runtime/projector.ts';
  * client was told exists (a 202's run id) is in that prefix, so it is found.
  */
 export class ReadBarrier {
+  private readonly store: EventStore;
+  private readonly db: Kysely<Database>;
+  private readonly timeoutMs: number;
+
   constructor(
-    private readonly store: EventStore,
-    private readonly db: Kysely<Database>,
-    private readonly timeoutMs = 3000,
-  ) {}
+    store: EventStore,
+    db: Kysely<Database>,
+    timeoutMs: number = 3000,
+  ) {
+    this.store = store;
+    this.db = db;
+    this.timeoutMs = timeoutMs;
+  }
 
   async catchUp(projection: string): Promise<boolean> {
     const seq = await this.store.lastSequence();

@@ -10,7 +10,7 @@ import { startHttpServer, type HttpServer } from '../http/http-server.ts';
 import { KeyDirectory } from '../auth/key-directory.ts';
 import { IdempotencyStore } from '../http/idempotency/idempotency-store.ts';
 import { TerminalRunCache } from '../http/routes/terminal-run-cache.ts';
-import { runsRouter } from '../http/routes/runs-routes.ts';
+import { cacheTerminalRun, runsRouter } from '../http/routes/runs-routes.ts';
 import { accountsRouter } from '../http/routes/accounts-routes.ts';
 import { openApiRouter } from '../http/openapi/openapi-routes.ts';
 import { approvalsRouter } from '../http/routes/approvals-routes.ts';
@@ -34,7 +34,10 @@ import { rateLimit } from '../http/middleware/rate-limit.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { watchNatsServerErrors } from '../event-store/nats-connection.ts';
 import { ReadBarrier } from './read-barrier.ts';
+import { RunStateFollower } from './run-state-follower.ts';
 import { readinessChecks } from './readiness.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
+import { Commands } from '../../commands/command-bus.ts';
 
 export interface RunningService {
   readonly infrastructure: Infrastructure;
@@ -52,7 +55,7 @@ export interface RunningService {
  */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`, { notice: (message) => logger.info(message) });
-  const { database, store, writeModel, nc, js, jsm, subjects } = infrastructure;
+  const { database, store, aggregates, commands, nc, js, jsm, subjects } = infrastructure;
   watchNatsServerErrors(nc, (message) => logger.error({ nats_error: message }, 'NATS refused an operation; if it is a permission, compare deploy/nats/auth.conf with EVENT_STREAM and EVENT_SUBJECT_PREFIX'));
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
   // events), then stop projectors so those events are projected, then close connections.
@@ -67,7 +70,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const platform = createPlatform(database.db, config, {
     googleAds: { onRequest: (method, status, seconds) => metrics.googleAdsRequests.observe({ method, status }, seconds) },
   });
-  const proposals = new ProposalService(writeModel, config.publicBaseUrl, database.db, { platform });
+  const proposals = new ProposalService(commands, new ApprovalsAppliedChangeLookup(database.db), { platform });
 
   const projectors: Projector[] = [];
   const metrics = new ServiceMetrics({
@@ -97,22 +100,45 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   let http: HttpServer | undefined;
   if (config.roles.includes('http')) {
-    const keys = new KeyDirectory(database.db, { onLookup: (source) => metrics.apiKeyLookups.inc({ source }) });
+    // Children made on first use (a source never seen stays out of /metrics, as before), then reused: no label hashing per request.
+    const lookups = new Map<string, { inc(): void }>();
+    const keys = new KeyDirectory(database.db, {
+      onLookup: (source) => {
+        let child = lookups.get(source);
+        if (!child) lookups.set(source, (child = metrics.apiKeyLookups.labels(source)));
+        child.inc();
+      },
+    });
     keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
     const idempotency = new IdempotencyStore(database.db);
     // Ends open event streams when the server stops, so in-flight requests can finish.
     const httpShutdown = new AbortController();
+    const runCache = new TerminalRunCache();
+    const liveRuns = new RunStateFollower({
+      store,
+      filter: subjects.all,
+      logger,
+      onTerminal: (run) => cacheTerminalRun(runCache, run, config.publicBaseUrl),
+    });
+    await liveRuns.start();
+    // Same caches, but reads and writes of an API request fail at once when the log is unreachable.
+    const apiAggregates = aggregates.withOptions({ outageRideThroughMs: 0 });
     const api: ApiContext = {
       platform,
       proposals,
       config,
       logger,
       db: database.db,
-      writeModel,
+      // An API request does not wait out an event-log outage: the client gets 503 with Retry-After at once.
+      commands: new Commands(apiAggregates),
+      aggregates: apiAggregates,
+      store,
+      subjects,
       barrier: new ReadBarrier(store, database.db),
       keys,
       idempotency,
-      runCache: new TerminalRunCache(),
+      runCache,
+      liveRuns,
     };
     const app = createHttpApp({
       config,
@@ -130,7 +156,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         eventSigningKeysRouter(infrastructure.signing),
         metricsRouter(metrics.registry),
       ],
-      observeRequest: (method, route, status, seconds) => metrics.httpRequests.observe({ method, route, status: String(status) }, seconds),
+      observeRequest: (method, route, status, seconds) => metrics.observeHttpRequest(method, route, status, seconds),
       readiness: readinessChecks({ infrastructure, projectors }),
       readinessAudience: async (ctx) => {
         if (isLoopback(ctx.ip)) return true;
@@ -157,6 +183,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       httpShutdown.abort();
       await http!.stop(config.shutdownGraceMs);
       keys.stop();
+      await liveRuns.stop();
     });
   }
 

@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
 import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
@@ -7,14 +7,19 @@ import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
-import { ACK, LEAVE, later, PullLoop, type ParkedMessage, type Settlement } from './pull-loop.ts';
+import { ensureDurableConsumer } from './durable-consumer.ts';
+import { ACK, LEAVE, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage, type Settlement } from './pull-loop.ts';
 import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
+import { askLiveness, Liveness, WorkerLiveness } from './worker-liveness.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { loadAccount, loadWorkspace } from '../../commands/queries.ts';
+import { runStartsPausedForMs } from '../../commands/workspace/workspace-decider.ts';
 
 export const AGENT_WORKER_CONSUMER = 'agent_workers';
 
 export interface AgentWorkerOptions {
   readonly infrastructure: Infrastructure;
-  readonly executor: Omit<RunExecutorDependencies, 'writeModel'>;
+  readonly executor: Omit<RunExecutorDependencies, 'commands'>;
   readonly concurrency: number;
   readonly logger: Logger;
   readonly workerId?: string;
@@ -36,14 +41,27 @@ export interface AgentWorkerOptions {
 /** How long a run deferred for fairness waits before it is offered again. */
 export const FAIRNESS_DEFER_MS = 1000;
 
+/** How often a run of a paused workspace is looked at again, so a resume takes effect soon. */
+export const PAUSE_RECHECK_MS = 2000;
+
+/**
+ * How long the owner of a running run must stay unreachable (two checks at least this far
+ * apart) before the run is failed as orphaned: longer than a NATS client takes to reconnect
+ * and subscribe again after a server of the cluster goes away.
+ */
+export const ORPHAN_CONFIRM_MS = 5000;
+
 /**
  * The agent-worker role. A durable pull consumer on the account subjects hands out
  * RunQueued events; any number of worker processes share it. A worker claims a run by
  * appending RunStarted (it loses cleanly to a concurrent cancel), heartbeats the message
  * while the agent works, and ends the run with RunSucceeded or RunFailed before acking.
- * A redelivered run that is already `running` means its worker stopped heartbeating
- * (died, or lost NATS for longer than the ack wait): the run is failed with `internal`,
- * keeping what it proposed. So two workers never work one run.
+ * A redelivered run that is already `running` means its worker's heartbeats stopped
+ * reaching JetStream — it died, or a NATS failover dropped them. The worker that gets the
+ * message asks the owner directly (worker-liveness.ts): a live owner keeps its run and the
+ * message is offered again later; an owner that stays unreachable for ORPHAN_CONFIRM_MS
+ * has its run failed with `internal`, keeping what it proposed. So two workers never work
+ * one run, and a healthy run is not failed because a NATS node went down.
  */
 export class AgentWorker {
   readonly workerId: string;
@@ -52,8 +70,14 @@ export class AgentWorker {
   private readonly inFlight = new Map<string, AbortController>();
   /** Runs in flight per workspace, for fairness. */
   private readonly perWorkspace = new Map<string, number>();
+  /** Running runs of other workers whose owner did not answer, and since when. */
+  private readonly unanswered = new Map<string, number>();
+  private liveness: WorkerLiveness | undefined;
 
-  constructor(private readonly options: AgentWorkerOptions) {
+  private readonly options: AgentWorkerOptions;
+
+  constructor(options: AgentWorkerOptions) {
+    this.options = options;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
     this.pullLoop = new PullLoop({
@@ -70,6 +94,8 @@ export class AgentWorker {
   }
 
   async start(): Promise<void> {
+    const { nc, config } = this.options.infrastructure;
+    this.liveness = WorkerLiveness.answer(nc, config.subjectPrefix, this.workerId, () => this.inFlight.keys());
     await this.pullLoop.start();
   }
 
@@ -79,46 +105,46 @@ export class AgentWorker {
     await Promise.race([stopped, grace]);
     for (const controller of this.inFlight.values()) controller.abort();
     await stopped;
+    this.liveness?.stop();
   }
 
-  private async ensureConsumer(): Promise<Consumer> {
+  private ensureConsumer(): Promise<Consumer> {
     const { jsm, js, config, subjects } = this.options.infrastructure;
-    const settings = {
-      durable_name: AGENT_WORKER_CONSUMER,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      filter_subject: subjects.filter('*', '*', 'account'),
-      ack_wait: this.options.ackWaitMs * 1_000_000,
-      max_ack_pending: 10_000,
-    };
-    try {
-      await jsm.consumers.info(config.eventStream, AGENT_WORKER_CONSUMER);
-    } catch (error) {
-      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
-      await jsm.consumers.add(config.eventStream, settings).catch(async (addError: unknown) => {
-        // Another worker created it first.
-        if (!(addError instanceof JetStreamApiError)) throw addError;
-      });
-    }
-    return js.consumers.get(config.eventStream, AGENT_WORKER_CONSUMER);
+    return ensureDurableConsumer(js, jsm, {
+      stream: config.eventStream,
+      durableName: AGENT_WORKER_CONSUMER,
+      filterSubject: subjects.filter('*', '*', 'account'),
+      ackWaitMs: this.options.ackWaitMs,
+      maxAckPending: 10_000,
+    });
   }
 
   private async handle(message: JsMsg, event: DomainEvent): Promise<Settlement> {
     if (event.type !== 'RunQueued') return ACK;
-    const { writeModel } = this.options.infrastructure;
+    const { aggregates, commands } = this.options.infrastructure;
     const workspaceId = event.workspace_id;
     const accountId = event.account_id!;
     const runId = event.data.run_id;
-    const account = await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId));
+    const account = await loadAccount(aggregates, workspaceId, accountId);
+    // The RunQueued in hand is on this very subject: state older than it was read from a replica
+    // that has not caught up (direct gets may be served by any replica, e.g. after a failover).
+    // Deciding on it would drop the run as "not active"; read again shortly instead.
+    if (account.lastSequence < message.seq) return later(STALE_READ_RETRY_MS);
     const active = account.state.activeRun;
-    if (!active || active.runId !== runId) return ACK;
+    if (!active || active.runId !== runId) {
+      this.unanswered.delete(runId);
+      return ACK;
+    }
     const meta = { actor: this.actor, correlationId: runId };
     if (active.status === 'running') {
       if (this.inFlight.has(runId)) {
         message.working();
         return LEAVE;
       }
-      await writeModel.finishRun({
+      const deferred = await this.deferWhileOwnerMayLive(runId, active.workerId);
+      if (deferred) return deferred;
+      await commands.handle(accountDecider, {
+        type: 'FinishRun',
         workspaceId,
         accountId,
         runId,
@@ -138,6 +164,9 @@ export class AgentWorker {
       this.options.onRunFinished?.('failed', 'internal');
       return ACK;
     }
+    // An operator paused the workspace's run starts: the run stays queued (and cancelable).
+    const pausedForMs = runStartsPausedForMs((await loadWorkspace(aggregates, workspaceId)).state, Date.now());
+    if (pausedForMs > 0) return later(Math.min(pausedForMs, PAUSE_RECHECK_MS));
     // Fairness: a workspace already at its share of this process waits, others go first.
     // The share is taken before the first await, so two slots cannot both take the last one.
     const limit = this.options.maxRunsPerWorkspace;
@@ -153,14 +182,36 @@ export class AgentWorker {
     }
   }
 
+  /**
+   * For a running run claimed by another worker: a settlement that offers the message again
+   * later while its owner is (or may be) alive, or undefined when the owner has been
+   * unreachable long enough that the run is orphaned.
+   */
+  private async deferWhileOwnerMayLive(runId: string, ownerId: string | null): Promise<Settlement | undefined> {
+    const { nc, config } = this.options.infrastructure;
+    const answer = ownerId ? await askLiveness(nc, config.subjectPrefix, ownerId, runId) : Liveness.Gone;
+    if (answer === Liveness.Working) {
+      this.unanswered.delete(runId);
+      return later(Math.min(this.options.ackWaitMs, ORPHAN_CONFIRM_MS));
+    }
+    const since = this.unanswered.get(runId);
+    if (since === undefined) {
+      this.unanswered.set(runId, Date.now());
+      return later(ORPHAN_CONFIRM_MS);
+    }
+    if (Date.now() - since < ORPHAN_CONFIRM_MS || answer === Liveness.Unknown) return later(ORPHAN_CONFIRM_MS);
+    this.unanswered.delete(runId);
+    return undefined;
+  }
+
   private async claimAndRun(
     message: JsMsg,
     run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
   ): Promise<Settlement> {
-    const { writeModel } = this.options.infrastructure;
+    const { aggregates, commands } = this.options.infrastructure;
     const { workspaceId, accountId, runId, meta } = run;
     try {
-      await writeModel.claimRun({ workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta });
+      await commands.handle(accountDecider, { type: 'ClaimRun', workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta });
     } catch (error) {
       if (error instanceof RunNotClaimableError) return ACK;
       throw error;
@@ -171,9 +222,9 @@ export class AgentWorker {
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, writeModel }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
+        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
       );
-      await writeModel.finishRun({ workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
+      await commands.handle(accountDecider, { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
       const code = outcome.kind === 'failed' ? outcome.code : '';
       this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
       this.options.onRunFinished?.(outcome.kind, code);

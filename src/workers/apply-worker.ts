@@ -1,4 +1,5 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { ensureDurableConsumer } from './durable-consumer.ts';
 import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
 import {
@@ -9,7 +10,7 @@ import {
   type HeartbeatApply,
 } from '../../commands/action/action-lifecycle.ts';
 import { READY_TO_APPLY, type ActionState } from '../../commands/action/action-state.ts';
-import { isProblemError, type ProblemError } from '../errors/problem-error.ts';
+import { isAppError, type AppError } from '../errors/app-error.ts';
 import type { AppliedOperation, DomainEvent, PartialFailure } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
@@ -22,7 +23,12 @@ import { ReadBarrier } from '../runtime/read-barrier.ts';
 import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
 import { recheckAction, type Recheck } from './apply-recheck.ts';
 import { platformTrouble } from './platform-trouble.ts';
-import { ACK, later, PullLoop, type ParkedMessage } from './pull-loop.ts';
+import { ACK, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage } from './pull-loop.ts';
+import { actionDecider } from '../../commands/action/action-decider.ts';
+import { killSwitchStop } from '../../commands/workspace/kill-switch.ts';
+import { platformAccountOf } from '../../commands/account/platform-account.ts';
+import { loadWorkspace, loadAccount, loadAction } from '../../commands/queries.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
@@ -74,7 +80,10 @@ export class ApplyWorker {
   private readonly policyContext: PolicyContextReader;
   private readonly barrier: ReadBarrier;
 
-  constructor(private readonly options: ApplyWorkerOptions) {
+  private readonly options: ApplyWorkerOptions;
+
+  constructor(options: ApplyWorkerOptions) {
+    this.options = options;
     this.workerId = options.workerId ?? `apply:${hostname()}:${process.pid}:${uuidv4().slice(0, 8)}`;
     this.actor = { kind: 'worker', id: this.workerId };
     this.pullLoop = new PullLoop({
@@ -91,7 +100,7 @@ export class ApplyWorker {
       onParked: options.onParked,
       onRestart: options.onLoopRestart,
     });
-    this.policyContext = new PolicyContextReader(options.infrastructure.writeModel, options.infrastructure.database.db);
+    this.policyContext = new PolicyContextReader(options.infrastructure.aggregates, new ApprovalsAppliedChangeLookup(options.infrastructure.database.db));
     this.barrier = new ReadBarrier(options.infrastructure.store, options.infrastructure.database.db);
   }
 
@@ -103,26 +112,15 @@ export class ApplyWorker {
     await this.pullLoop.stop();
   }
 
-  private async ensureConsumer(): Promise<Consumer> {
+  private ensureConsumer(): Promise<Consumer> {
     const { jsm, js, config, subjects } = this.options.infrastructure;
-    try {
-      await jsm.consumers.info(config.eventStream, APPLY_WORKER_CONSUMER);
-    } catch (error) {
-      if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
-      await jsm.consumers
-        .add(config.eventStream, {
-          durable_name: APPLY_WORKER_CONSUMER,
-          ack_policy: AckPolicy.Explicit,
-          deliver_policy: DeliverPolicy.All,
-          filter_subject: subjects.filter('*', '*', 'action'),
-          ack_wait: ACK_WAIT_MS * 1_000_000,
-          max_ack_pending: 10_000,
-        })
-        .catch((addError: unknown) => {
-          if (!(addError instanceof JetStreamApiError)) throw addError;
-        });
-    }
-    return js.consumers.get(config.eventStream, APPLY_WORKER_CONSUMER);
+    return ensureDurableConsumer(js, jsm, {
+      stream: config.eventStream,
+      durableName: APPLY_WORKER_CONSUMER,
+      filterSubject: subjects.filter('*', '*', 'action'),
+      ackWaitMs: ACK_WAIT_MS,
+      maxAckPending: 10_000,
+    });
   }
 
   /** @returns null when done with the message, or a delay before it should come back. */
@@ -130,12 +128,16 @@ export class ApplyWorker {
     // A failed attempt is retried through the delayed redelivery of the message that triggered it.
     const trigger = (event.type === 'ActionProposed' && event.data.disposition === 'auto_applied') || event.type === 'ActionApproved';
     if (!trigger || !event.account_id) return null;
-    const { writeModel } = this.options.infrastructure;
+    const { aggregates, commands } = this.options.infrastructure;
     const workspaceId = event.workspace_id;
     const accountId = event.account_id;
     const actionId = event.aggregate.id;
     const meta = { actor: this.actor, correlationId: event.correlation_id };
-    const action = (await writeModel.actions.load(writeModel.actionSubject(workspaceId, accountId, actionId))).state;
+    const loaded = await loadAction(aggregates, workspaceId, accountId, actionId);
+    // The triggering event is on this action's subject: older state was read from a replica that
+    // has not caught up, and would make an approved action look like there is nothing to apply.
+    if (loaded.lastSequence < message.seq) return STALE_READ_RETRY_MS;
+    const action = loaded.state;
     if (!READY_TO_APPLY.includes(action.status as never)) return null;
 
     const leaseMs = this.options.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
@@ -146,7 +148,7 @@ export class ApplyWorker {
 
     const returnToQueue = async (reason: string) => {
       try {
-        await writeModel.finishApply({ workspaceId, accountId, actionId, workerId: this.workerId, claimId: null, result: { kind: 'returned', reason }, meta });
+        await commands.handle(actionDecider, { type: 'FinishApply', workspaceId, accountId, actionId, workerId: this.workerId, claimId: null, result: { kind: 'returned', reason }, meta });
       } catch (error) {
         if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
         throw error;
@@ -157,12 +159,12 @@ export class ApplyWorker {
     };
 
     if (action.autoApplied) {
-      const workspace = await writeModel.workspaces.load(writeModel.workspaceSubject(workspaceId));
-      if (workspace.state.killSwitch.engaged) return returnToQueue('the workspace kill switch is engaged');
+      const stopped = killSwitchStop((await loadWorkspace(aggregates, workspaceId)).state);
+      if (stopped) return returnToQueue(stopped);
     }
-    const accountState = (await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId))).state;
-    const account: PlatformAccountRef = { accountId, name: accountState.name, platform: accountState.platform ?? 'none', sandboxSeed: accountState.sandboxSeed, googleAds: accountState.googleAds };
-    if (account.platform === 'none') return returnToQueue('the account has no connected advertising-platform account');
+    const accountState = (await loadAccount(aggregates, workspaceId, accountId)).state;
+    const account = platformAccountOf(accountId, accountState);
+    if (!account) return returnToQueue('the account has no connected advertising-platform account');
     let recheck: Recheck;
     try {
       recheck = await recheckAction(this.options.platform, account, action);
@@ -185,7 +187,7 @@ export class ApplyWorker {
     const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
     let attempt: number;
     try {
-      const claimed = await writeModel.startApply({ ...onAction, claimId, leaseMs });
+      const claimed = await commands.handle(actionDecider, { type: 'StartApply', ...onAction, claimId, leaseMs });
       attempt = claimed.state.attempts;
     } catch (error) {
       if (error instanceof NothingToApplyError) return null;
@@ -194,7 +196,7 @@ export class ApplyWorker {
     }
     const finish = async (result: ApplyResult): Promise<boolean> => {
       try {
-        await writeModel.finishApply({ ...onAction, claimId, result });
+        await commands.handle(actionDecider, { type: 'FinishApply', ...onAction, claimId, result });
         return true;
       } catch (error) {
         if (!(error instanceof ApplyClaimLostError)) throw error;
@@ -204,7 +206,7 @@ export class ApplyWorker {
       }
     };
 
-    const heartbeat = this.heartbeat(message, { ...onAction, claimId, leaseMs });
+    const heartbeat = this.heartbeat(message, { ...onAction, type: 'HeartbeatApply', claimId, leaseMs });
     let partialFailures: PartialFailure[] = [];
     let appliedOperations: AppliedOperation[] = [];
     try {
@@ -221,7 +223,7 @@ export class ApplyWorker {
         return null;
       }
       // A definite refusal (a 4xx GoogleAdsFailure) is Google's final word on this change: retrying sends the same request.
-      const refused = isProblemError(error) && error.problem.type === 'platform-request-refused';
+      const refused = isAppError(error) && error.code === 'platform-request-refused';
       const detail = refused ? refusalText(error) : error instanceof Error ? error.message : String(error);
       const willRetry = !refused && attempt < MAX_APPLY_ATTEMPTS;
       if (!(await finish({ kind: 'failed', error: detail, willRetry, refused }))) return null;
@@ -272,7 +274,7 @@ export class ApplyWorker {
     const beat = async () => {
       message.working();
       try {
-        await this.options.infrastructure.writeModel.heartbeatApply(command);
+        await this.options.infrastructure.commands.handle(actionDecider, command);
       } catch (error) {
         this.options.logger.warn({ action_id: command.actionId, err: error instanceof Error ? error.message : String(error) }, 'apply claim heartbeat failed');
       }
@@ -290,8 +292,8 @@ export class ApplyWorker {
 }
 
 /** Every error of a refusal, as the action's outcome: "Google Ads: <message> (<errorCode>)", then the others. */
-function refusalText(error: ProblemError): string {
-  const errors = (error.problem.extensions?.platform_errors ?? []) as readonly { error_code: string; message: string }[];
+function refusalText(error: AppError): string {
+  const errors = (error.details.platform_errors ?? []) as readonly { error_code: string; message: string }[];
   const rest = errors.slice(1).map((e) => `${e.message} (${e.error_code})`);
-  return [error.problem.detail ?? error.message, ...rest].join('; ').slice(0, 2000);
+  return [error.message, ...rest].join('; ').slice(0, 2000);
 }

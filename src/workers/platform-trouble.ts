@@ -1,4 +1,4 @@
-import { isProblemError } from '../errors/problem-error.ts';
+import { isAppError } from '../errors/app-error.ts';
 
 /** Longest an action waits before its re-check is tried again after a platform outage or rate limit. */
 const MAX_COME_BACK_MS = 5 * 60_000;
@@ -13,14 +13,14 @@ const MAX_COME_BACK_MS = 5 * 60_000;
 export type PlatformTrouble = { readonly kind: 'return'; readonly reason: string } | { readonly kind: 'later'; readonly delayMs: number };
 
 export function platformTrouble(error: unknown): PlatformTrouble | null {
-  if (!isProblemError(error)) return null;
-  switch (error.problem.type) {
+  if (!isAppError(error)) return null;
+  switch (error.code) {
     case 'account-not-connected':
-      return { kind: 'return', reason: `the account is not connected: ${error.problem.detail ?? error.problem.title}` };
+      return { kind: 'return', reason: `the account is not connected: ${error.message}` };
     case 'platform-unavailable':
     case 'platform-rate-limited': {
-      const seconds = Number(error.problem.headers?.['retry-after']);
-      return { kind: 'later', delayMs: Math.min(MAX_COME_BACK_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 5000) };
+      const seconds = error.retryAfterSeconds;
+      return { kind: 'later', delayMs: Math.min(MAX_COME_BACK_MS, seconds !== undefined && seconds > 0 ? seconds * 1000 : 5000) };
     }
     default:
       return null;

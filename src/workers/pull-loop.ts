@@ -15,6 +15,12 @@ export type Settlement =
 
 export const ACK: Settlement = { kind: 'ack' };
 export const LEAVE: Settlement = { kind: 'leave' };
+
+/**
+ * How soon a message is looked at again when the aggregate state read for it is older than
+ * the message itself (a replica that has not caught up answered the read).
+ */
+export const STALE_READ_RETRY_MS = 250;
 export const later = (delayMs: number): Settlement => ({ kind: 'later', delayMs });
 
 /** Why a message was parked. */
@@ -80,7 +86,11 @@ export class PullLoop {
   private readonly failures = new Map<number, number>();
   private consumerInUse: Promise<Consumer> | null = null;
 
-  constructor(private readonly options: PullLoopOptions) {}
+  private readonly options: PullLoopOptions;
+
+  constructor(options: PullLoopOptions) {
+    this.options = options;
+  }
 
   /** Resolves once the consumer exists; rejects when it cannot be created (start fails loudly). */
   async start(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { WriteModel } from '../../commands/write-model.ts';
+import type { Commands } from '../../commands/command-bus.ts';
 import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
 import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
 import { runAgent } from '../agent/agent-loop.ts';
@@ -7,12 +7,15 @@ import { ToolRegistry } from '../agent/tools/tool-registry.ts';
 import type { RunErrorCode } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
-import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
+import type { AdsPlatform } from '../platform/ads-platform.ts';
 import type { ProposalService } from '../policy/proposal-service.ts';
 import { withPlatformDeadline } from '../platform/platform-deadline.ts';
+import { transcriptDecider } from '../../commands/run/transcript.ts';
+import { loadKey, loadAccount } from '../../commands/queries.ts';
+import { platformAccountOf } from '../../commands/account/platform-account.ts';
 
 export interface RunExecutorDependencies {
-  readonly writeModel: WriteModel;
+  readonly commands: Commands;
   readonly platform: AdsPlatform;
   readonly proposals: ProposalService;
   readonly model: ModelClient;
@@ -47,19 +50,12 @@ export async function executeRun(
     usage: ZERO_USAGE,
     durationMs: elapsed(),
   });
-  const { writeModel } = deps;
-  const key = await writeModel.keys.load(writeModel.keySubject(run.workspaceId, run.active.keyId));
+  const { commands } = deps;
+  const { aggregates } = commands;
+  const key = await loadKey(aggregates, run.workspaceId, run.active.keyId);
   if (!key.state.exists || key.state.revoked) return failed('key_revoked', `API key ${run.active.keyId} was revoked after the run was queued`);
-  if (run.account.platform === null || run.account.platform === 'none') {
-    return failed('account_not_connected', `account ${run.accountId} has no connected advertising-platform account`);
-  }
-  const account: PlatformAccountRef = {
-    accountId: run.accountId,
-    name: run.account.name,
-    platform: run.account.platform,
-    sandboxSeed: run.account.sandboxSeed,
-    googleAds: run.account.googleAds,
-  };
+  const account = platformAccountOf(run.accountId, run.account);
+  if (!account) return failed('account_not_connected', `account ${run.accountId} has no connected advertising-platform account`);
   const meta = { actor, correlationId: run.active.runId };
   try {
     // Platform calls (a rate limit waited out) must end within the run's wall clock.
@@ -78,12 +74,17 @@ export async function executeRun(
         platform: deps.platform,
         now: deps.now ?? (() => new Date()),
         recordToolCall: async (call) => {
-          await writeModel.recordToolCall({ workspaceId: run.workspaceId, accountId: run.accountId, call, meta });
+          // This worker is the transcript's only writer while it holds the run: no reload per call.
+          await commands.handle(
+            transcriptDecider,
+            { type: 'RecordToolCall', workspaceId: run.workspaceId, accountId: run.accountId, call, meta },
+            { preferRemembered: true },
+          );
         },
         mayContinue: async () => {
           const [current, account] = await Promise.all([
-            writeModel.keys.load(writeModel.keySubject(run.workspaceId, run.active.keyId)),
-            writeModel.accounts.load(writeModel.accountSubject(run.workspaceId, run.accountId)),
+            loadKey(aggregates, run.workspaceId, run.active.keyId),
+            loadAccount(aggregates, run.workspaceId, run.accountId),
           ]);
           if (!current.state.exists || current.state.revoked) {
             return { code: 'key_revoked', message: `API key ${run.active.keyId} was revoked while the run was running; it stopped before its next tool call` };

@@ -40,7 +40,7 @@ describe('an agent worker killed in the middle of a run', function () {
     ]);
 
     const { config } = svc;
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, ['src/main.ts'], {
       env: { ...process.env, ...serviceEnv(config), ...geminiEnv, ROLES: 'agent-worker' },
       stdio: 'ignore',
     });

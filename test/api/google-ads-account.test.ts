@@ -71,7 +71,7 @@ describe('a Google Ads account through the HTTP API (service process against the
     ({ accountId, refreshToken } = await connectFakeAccount(infra, fake, workspaceId, { loginCustomerId: '111-222-3333' }));
     writeKey = (await issueKey(infra, workspaceId, 'write')).value.key;
     readKey = (await issueKey(infra, workspaceId, 'read')).value.key;
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    child = spawn(process.execPath, ['src/main.ts'], {
       env: { ...process.env, ...serviceEnv(svc.config), ...env, ROLES: 'http,agent-worker,apply-worker', PORT: '0', LOG_LEVEL: 'trace', GOOGLE_ADS_CHANGE_IMPORT_INTERVAL_MS: '300',
         // Two failed handlings park a message: a platform error thrown to the pull loop shows at once.
         WORKER_MAX_DELIVERIES: '2',

@@ -5,6 +5,7 @@ import { ChainedAppender } from '../support/chained-appender.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { api } from '../safe-apply/helpers.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 const SCAN_BUDGET = 10;
 const PAGE_BYTES = 65_536;
@@ -58,11 +59,11 @@ describe('history: scan budget, page size cap, run_id subjects and corrupt event
     // After the run: 60 events of another (made-up) run on the same account, some of them 20 kB.
     noiseRun = randomUUID();
     const appender = new ChainedAppender(svc.service.infrastructure);
-    const subject = svc.service.infrastructure.writeModel.runSubject(tenant.workspaceId, account, noiseRun);
+    const subject = svc.service.infrastructure.subjects.forAggregate(streams.run(tenant.workspaceId, account, noiseRun));
     for (let i = 1; i <= 60; i++) await appender.append(subject, toolCalled(i, i % 10 === 0 ? 20_000 : 100));
     // Corrupt messages on a subject of the account, published around the store (as anyone with NATS access could).
-    const { js, writeModel } = svc.service.infrastructure;
-    const corruptSubject = writeModel.runSubject(tenant.workspaceId, account, randomUUID());
+    const { js, subjects } = svc.service.infrastructure;
+    const corruptSubject = subjects.forAggregate(streams.run(tenant.workspaceId, account, randomUUID()));
     const valid = toolCalled(61, 10);
     const payloads = [
       '{not json',

@@ -1,41 +1,19 @@
 import { expect } from 'chai';
-import { openApiDocument, type OpenApiDocument, type OpenApiOperation } from '../../src/http/openapi/openapi-document.ts';
+import { DOCUMENTED_ROUTES, openApiDocument, type OpenApiDocument, type OpenApiOperation } from '../../src/http/openapi/openapi-document.ts';
+import { routeName } from '../../src/http/route-table/route-definition.ts';
 import { RUN_STREAM_EVENTS } from '../../src/http/routes/run-event-stream.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, PUBLIC_BASE_URL } from './support/api-call.ts';
 import { OpenApiResponseValidator, resolvePointer, unresolvedRefs } from './support/openapi-response-validator.ts';
 
-const ENDPOINTS = [
-  'POST /api/v1/runs',
-  'GET /api/v1/runs/{runId}',
-  'DELETE /api/v1/runs/{runId}',
-  'GET /api/v1/runs/{runId}/events',
-  'GET /api/v1/accounts',
-  'GET /api/v1/accounts/{projectId}/campaigns',
-  'POST /api/v1/accounts/{projectId}/campaigns/{campaignId}/target',
-  'GET /api/v1/accounts/{projectId}/approvals',
-  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/approve',
-  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/reject',
-  'GET /api/v1/accounts/{projectId}/history',
-  'GET /api/v1/workspace/kill-switch',
-  'POST /api/v1/workspace/kill-switch/engage',
-  'POST /api/v1/workspace/kill-switch/release',
-  'GET /healthz',
-  'GET /readyz',
-  'GET /metrics',
-  'GET /api/v1/openapi.json',
-  'GET /api/v1/event-signing-keys',
-];
+/** Every operation, from the route table the app is mounted from (test/api/openapi-coverage.test.ts checks the live app against it). */
+const ENDPOINTS = DOCUMENTED_ROUTES.map(routeName);
 /** Operations without authentication. */
-const PUBLIC_OPERATIONS = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/v1/openapi.json', 'GET /api/v1/event-signing-keys'];
+const PUBLIC_OPERATIONS = DOCUMENTED_ROUTES.filter((route) => route.access === 'public').map(routeName);
 /** Operations that need more than a read key, with the scope they need. */
-const SCOPED_OPERATIONS = {
-  'POST /api/v1/accounts/{projectId}/campaigns/{campaignId}/target': 'write',
-  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/approve': 'write',
-  'POST /api/v1/accounts/{projectId}/approvals/{actionId}/reject': 'write',
-  'POST /api/v1/workspace/kill-switch/engage': 'admin',
-  'POST /api/v1/workspace/kill-switch/release': 'admin',
-} as Record<string, string>;
+const SCOPED_OPERATIONS = Object.fromEntries(
+  DOCUMENTED_ROUTES.filter((route) => route.access === 'write' || route.access === 'admin').map((route) => [routeName(route), route.access]),
+) as Record<string, string>;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 function operationsOf(document: OpenApiDocument): { name: string; path: string; operation: OpenApiOperation }[] {
@@ -141,9 +119,25 @@ describe('OpenAPI document', function () {
     }
   });
 
+  it('declares 503 and 429 wherever they can happen: 429 on every operation, 503 on every one that needs a key or reads a backing service (issue #15)', () => {
+    for (const route of DOCUMENTED_ROUTES) {
+      const operation = served.paths[route.path]![route.method]!;
+      const name = routeName(route);
+      expect(operation.responses, name).to.have.property('429');
+      if (route.access !== 'public' || (route.backedBy ?? []).length > 0) expect(operation.responses, name).to.have.property('503');
+    }
+    for (const name of ['GET /api/v1/runs/{runId}', 'GET /api/v1/workspace/kill-switch', 'GET /api/v1/accounts/{projectId}/history', 'GET /api/v1/runs/{runId}/events']) {
+      const [method, path] = name.split(' ') as [string, string];
+      expect((served.paths[path] as Record<string, OpenApiOperation>)[method.toLowerCase()]!.responses['503'], name).to.deep.equal({ $ref: '#/components/responses/ServiceUnavailable' });
+    }
+    const unavailable = resolvePointer(served, '#/components/responses/ServiceUnavailable') as { headers: Record<string, unknown> };
+    expect(unavailable.headers).to.have.property('Retry-After');
+  });
+
   it('describes the run event stream: text/event-stream, 204 after the end, Last-Event-ID, each event name', () => {
     const stream = served.paths['/api/v1/runs/{runId}/events']!.get!;
-    expect(Object.keys(stream.responses)).to.have.members(['200', '204', '401', '404', '422', '429', '500']);
+    // 503: the stream reads the run from Postgres and follows the event log, and either can be down (issue #15).
+    expect(Object.keys(stream.responses)).to.have.members(['200', '204', '401', '404', '422', '429', '500', '503']);
     const ok = stream.responses['200'] as { content: Record<string, { 'x-itemSchema'?: unknown }> };
     expect(Object.keys(ok.content)).to.deep.equal(['text/event-stream']);
     expect(ok.content['text/event-stream']!['x-itemSchema']).to.deep.equal({ $ref: '#/components/schemas/RunStreamMessage' });
@@ -242,7 +236,7 @@ describe('OpenAPI document', function () {
             risk_tier: 'review',
             disposition: 'queued',
             policy_reasons: ['needs review'],
-            approvals_url: 'http://api.test/api/v1/accounts/p/approvals',
+            approvals_url: 'http://api.test/console/accounts/p/approvals',
           },
         ],
         tool_calls: [{ name: 'get_campaigns', input: {}, ok: true }],
@@ -281,7 +275,7 @@ describe('OpenAPI document', function () {
         risk_tier: 'safe',
         disposition: 'queued',
         policy_reasons: [],
-        approvals_url: 'http://api.test/api/v1/accounts/p/approvals',
+        approvals_url: 'http://api.test/console/accounts/p/approvals',
         status: 'approved',
         status_reason: null,
         run_id: null,

@@ -5,6 +5,7 @@ import { startAgentWorker } from '../support/agent-worker.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 const LIFETIME_MS = 2000;
 
@@ -14,10 +15,15 @@ class OpenStream {
   ended = false;
   private readonly done: Promise<void>;
 
+  readonly response: Response;
+  private readonly controller: AbortController;
+
   constructor(
-    readonly response: Response,
-    private readonly controller: AbortController,
+    response: Response,
+    controller: AbortController,
   ) {
+    this.response = response;
+    this.controller = controller;
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     this.done = (async () => {
@@ -200,8 +206,8 @@ describe('GET /api/v1/runs/{runId}/events: bounded streams', function () {
     const stream = await connect(runId, other.keys.read);
     expect(stream.response.status).to.equal(200);
     await eventually(() => expect(stream.events().map((e) => e.event)).to.deep.equal(['queued']), 5000, 20);
-    const { js, writeModel } = svc.service.infrastructure;
-    const corruptSeq = (await js.publish(writeModel.runSubject(other.workspaceId, other.accounts.sandbox, runId), '{not json')).seq;
+    const { js, subjects } = svc.service.infrastructure;
+    const corruptSeq = (await js.publish(subjects.forAggregate(streams.run(other.workspaceId, other.accounts.sandbox, runId)), '{not json')).seq;
     const cancel = await svc.request('DELETE', `/api/v1/runs/${runId}`, { key: other.keys.write });
     expect(cancel.status).to.be.oneOf([200, 202]);
     const text = await stream.end(10_000);

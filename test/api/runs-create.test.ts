@@ -16,6 +16,7 @@ import {
   runIdsOf,
   type ApiResult,
 } from './support/api-call.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 const BRIEF_MAX_LENGTH = 100;
 const BODY_LIMIT_BYTES = 2048;
@@ -297,8 +298,8 @@ describe('POST /api/v1/runs', function () {
   describe('write contention', () => {
     it('answers 503 service-unavailable with Retry-After when the account aggregate stays contended', async () => {
       const account = await freshAccount(svc, tenant.workspaceId);
-      const { store, writeModel } = svc.service.infrastructure;
-      const subject = writeModel.accountSubject(tenant.workspaceId, account);
+      const { store, subjects } = svc.service.infrastructure;
+      const subject = subjects.forAggregate(streams.account(tenant.workspaceId, account));
       const append = store.append.bind(store);
       // Simulates writers that win every race on this one account.
       store.append = (async (target: string, events: never, expected: { lastSequence: number }) => {

@@ -4,6 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { requestFingerprint } from '../../src/http/idempotency/idempotency-store.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, countBy, expectProblem, freshAccount, runIdsOf as runIdsOfAccount, type ApiResult } from './support/api-call.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
 
 describe('POST /api/v1/runs with Idempotency-Key', function () {
   this.timeout(30_000);
@@ -161,23 +162,58 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
     const longest = await post(tenant.keys.write, body, 'k'.repeat(255));
     expect(longest.status).to.equal(202);
   });
+  it('an empty Idempotency-Key gets 400, not the "no key" path that would start a run per retry (issue #15)', async () => {
+    const account = await freshAccount(svc, tenant.workspaceId);
+    const empty = await post(tenant.keys.write, { brief: 'Empty key.', project_id: account }, '');
+    expectProblem(empty, 400, 'invalid-idempotency-key');
+    expect(empty.body.detail).to.include('empty');
+    expect(await runIdsOf(account)).to.deep.equal([]);
+  });
+
+  it('a retry that spells out auto_apply:false replays the first run (idempotency compares meaning, issue #15)', async () => {
+    const account = await freshAccount(svc, tenant.workspaceId);
+    const idem = newIdempotencyKey();
+    const first = await post(tenant.keys.write, { brief: 'Defaults.', project_id: account }, idem);
+    expect(first.status, first.text).to.equal(202);
+    const spelledOut = await post(tenant.keys.write, { brief: 'Defaults.', project_id: account, auto_apply: false }, idem);
+    expect(spelledOut.status, spelledOut.text).to.equal(202);
+    expect(spelledOut.headers.get('idempotent-replayed')).to.equal('true');
+    expect(spelledOut.body.id).to.equal(first.body.id);
+    // Another value of the default is another request.
+    expectProblem(await post(tenant.keys.write, { brief: 'Defaults.', project_id: account, auto_apply: true }, idem), 422, 'idempotency-key-reused');
+    expect(await runIdsOf(account)).to.deep.equal([first.body.id]);
+  });
+
   describe('recovery after the first request died mid-way', () => {
     /** What a request that crashed after claiming the key leaves behind: a processing record whose lease ran out. */
-    const abandonedClaim = async (idempotencyKey: string, body: unknown, runId: string): Promise<void> => {
+    const abandonedClaim = async (idempotencyKey: string, body: unknown, runId: string, lockedUntil = sql`now() - interval '1 minute'`): Promise<void> => {
       await svc.service.infrastructure.database.db
         .insertInto('idempotency_records')
         .values({
           key_id: tenant.keyIds.write,
           idempotency_key: idempotencyKey,
-          request_hash: requestFingerprint(body),
+          // The route fingerprints the body with its schema's defaults filled in (auto_apply: false).
+          request_hash: requestFingerprint({ auto_apply: false, ...(body as object) }),
           run_id: runId,
           state: 'processing',
           response_status: null,
           response_body: null,
-          locked_until: sql`now() - interval '1 minute'` as any,
+          locked_until: lockedUntil as any,
         })
         .execute();
     };
+
+    it('a retry while the claim is still held gets 409 with Retry-After saying when the claim ends', async () => {
+      const account = await freshAccount(svc, tenant.workspaceId);
+      const idem = newIdempotencyKey();
+      const body = { brief: 'Still being processed elsewhere.', project_id: account };
+      await abandonedClaim(idem, body, uuidv7(), sql`now() + interval '7 seconds'`);
+
+      const retry = await post(tenant.keys.write, body, idem);
+      expectProblem(retry, 409, 'idempotent-request-in-progress');
+      expect(Number(retry.headers.get('retry-after'))).to.be.within(6, 7);
+      expect(await runIdsOf(account)).to.deep.equal([]);
+    });
 
     it('a retry takes over a claim that died before queueing, and queues the run under the claimed id', async () => {
       const account = await freshAccount(svc, tenant.workspaceId);
@@ -200,7 +236,8 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
       const idem = newIdempotencyKey();
       const body = { brief: 'Crashed after queueing.', project_id: account };
       const claimedRunId = uuidv7();
-      await svc.service.infrastructure.writeModel.startRun({
+      await svc.service.infrastructure.commands.handle(accountDecider, {
+        type: 'StartRun',
         workspaceId: tenant.workspaceId,
         accountId: account,
         runId: claimedRunId,

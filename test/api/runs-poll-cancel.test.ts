@@ -5,6 +5,7 @@ import { RunNotClaimableError } from '../../commands/account/run-lifecycle.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, expectProblem, freshAccount, problemShape, type ApiResult } from './support/api-call.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
 
 const WORKER_ID = 'api-test-worker';
 
@@ -37,7 +38,8 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
 
   /** What an agent worker does when it picks a run up. */
   const claim = (run: { runId: string; accountId: string }, workspaceId = tenant.workspaceId) =>
-    svc.service.infrastructure.writeModel.claimRun({
+    svc.service.infrastructure.commands.handle(accountDecider, {
+      type: 'ClaimRun',
       workspaceId,
       accountId: run.accountId,
       runId: run.runId,
@@ -48,7 +50,8 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
 
   /** What the worker does when the agent is done. */
   const finish = (run: { runId: string; accountId: string }, outcome: RunOutcome) =>
-    svc.service.infrastructure.writeModel.finishRun({
+    svc.service.infrastructure.commands.handle(accountDecider, {
+      type: 'FinishRun',
       workspaceId: tenant.workspaceId,
       accountId: run.accountId,
       runId: run.runId,

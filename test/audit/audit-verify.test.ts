@@ -8,6 +8,7 @@ import { runCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 describe('adsagent audit verify', function () {
   this.timeout(120_000);
@@ -68,8 +69,8 @@ describe('adsagent audit verify', function () {
   });
 
   it('catches an event forged into a subject, naming its stream sequence', async () => {
-    const { store, js, writeModel } = svc.service.infrastructure;
-    const subject = writeModel.accountSubject(tenant.workspaceId, tenant.accounts.sandbox);
+    const { store, js, subjects } = svc.service.infrastructure;
+    const subject = subjects.forAggregate(streams.account(tenant.workspaceId, tenant.accounts.sandbox));
     const genuine = (await store.lastOf(subject))!.event as EventEnvelope<string, Record<string, unknown>>;
     // An attacker with publish rights appends a copy with altered data, keeping the old hash.
     const forged = { ...genuine, id: crypto.randomUUID(), data: { ...genuine.data, text: 'all good, nothing to see' } };
@@ -90,8 +91,8 @@ describe('adsagent audit verify', function () {
     const other = await startTestService('auditchain');
     try {
       const t = await other.tenant();
-      const { store, js, writeModel } = other.service.infrastructure;
-      const subject = writeModel.accountSubject(t.workspaceId, t.accounts.sandbox);
+      const { store, js, subjects } = other.service.infrastructure;
+      const subject = subjects.forAggregate(streams.account(t.workspaceId, t.accounts.sandbox));
       const genuine = (await store.lastOf(subject))!.event;
       // Internally consistent (its hash matches its content) but linked to the genesis, not its predecessor.
       const inserted = { ...genuine, id: crypto.randomUUID(), prev_hash: '0'.repeat(64) } as EventEnvelope;

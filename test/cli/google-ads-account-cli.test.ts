@@ -10,6 +10,7 @@ import { startService } from '../../src/runtime/service.ts';
 import { runCli } from '../support/cli.ts';
 import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
+import { loadAccount } from '../../commands/queries.ts';
 
 /** Every raw message of the test's stream, as one string to grep. */
 async function wholeEventLog(svc: TestService): Promise<string> {
@@ -59,7 +60,7 @@ describe('adsagent account create --platform google-ads', function () {
     const { id } = JSON.parse(result.stdout) as { id: string };
     expect(fake.tokenExchanges).to.equal(exchangesBefore + 1);
 
-    const event = (await svc.service.infrastructure.writeModel.accounts.load(svc.service.infrastructure.writeModel.accountSubject(workspaceId, id))).state;
+    const event = (await loadAccount(svc.service.infrastructure.aggregates, workspaceId, id)).state;
     expect(event).to.include({ platform: 'google-ads', sandboxSeed: null });
     expect(event.googleAds).to.deep.equal({ customer_id: '1234567890', login_customer_id: '1112223333' });
 

@@ -54,14 +54,7 @@ describe('adsagent operator CLI (against a running service)', function () {
     expect(await json(['killswitch', 'off', '--workspace', workspace.id])).to.include({ engaged: false });
   });
 
-  it('creates a demo whose keys and curl commands work', async () => {
-    const demo = await json(['demo']);
-    expect(demo.accounts.map((a: { platform: string }) => a.platform)).to.deep.equal(['sandbox', 'sandbox', 'none']);
-    for (const key of [demo.write_key, demo.read_key]) expect((await svc.request('GET', '/api/v1/accounts', { key })).status).to.equal(200);
-    expect(demo.curl.create_run).to.include(`${svc.config.publicBaseUrl}/api/v1/runs`).and.include(demo.write_key);
-    const human = await runCli(svc.config, ['demo']);
-    expect(human.stdout).to.include('write key').and.include('curl -s');
-  });
+  // The demo (a real run, then curls that are run) has its own file: demo.test.ts.
 
   it('refuses bad usage with exit 2 and unknown ids with exit 1', async () => {
     expect((await runCli(svc.config, ['key', 'create', '--workspace', 'x', '--scope', 'superuser'])).code).to.equal(2);

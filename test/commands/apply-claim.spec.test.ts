@@ -2,40 +2,26 @@ import {
   ApplyClaimHeldError,
   ApplyClaimLostError,
   NothingToApplyError,
-  decideFinishApply,
-  decideHeartbeatApply,
-  decideStartApply,
   type FinishApply,
   type HeartbeatApply,
   type StartApply,
 } from '../../commands/action/action-lifecycle.ts';
-import { actionFolder } from '../../commands/action/action-state.ts';
+import { actionDecider } from '../../commands/action/action-decider.ts';
 import { deciderSpec, recorded } from '../support/decider-spec.ts';
+import { actionProposal } from '../support/action-fixtures.ts';
 
 /** docs/policy.md, "Apply worker": one live claim per action; only its holder heartbeats and finishes. */
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 const at = (seconds: number) => ({ actor: { kind: 'worker' as const, id: 'w' }, correlationId: 'c', now: new Date(T0 + seconds * 1000) });
 const iso = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
 
-const proposed = recorded('ActionProposed', {
-  action_id: 'a1',
-  run_id: null,
-  kind: 'set_target_cpa',
-  summary: 's',
-  reason: 'r',
-  params: { campaign_id: 'c1', target_cpa: 21 },
-  based_on: {},
-  risk_tier: 'safe',
-  disposition: 'auto_applied',
-  policy_reasons: [],
-  auto_apply_requested: true,
-}, { actor: { kind: 'api_key', id: 'k1' } } as never);
+const proposed = recorded('ActionProposed', actionProposal({ risk_tier: 'safe', disposition: 'auto_applied', auto_apply_requested: true }), { actor: { kind: 'api_key', id: 'k1' } } as never);
 const claimed = (claimId: string, worker: string, attempt: number, leaseUntilSeconds: number) =>
   recorded('ActionApplyStarted', { worker_id: worker, attempt, claim_id: claimId, lease_until: iso(leaseUntilSeconds) });
 const heartbeat = (claimId: string, worker: string, leaseUntilSeconds: number) =>
   recorded('ActionApplyHeartbeat', { worker_id: worker, claim_id: claimId, lease_until: iso(leaseUntilSeconds) });
 
-const start = (claimId: string, seconds: number, workerId = 'w2'): StartApply => ({
+const start = (claimId: string, seconds: number, workerId = 'w2'): StartApply => ({ type: 'StartApply',
   workspaceId: 'ws',
   accountId: 'acc',
   actionId: 'a1',
@@ -44,8 +30,8 @@ const start = (claimId: string, seconds: number, workerId = 'w2'): StartApply =>
   leaseMs: 30_000,
   meta: at(seconds),
 });
-const beat = (claimId: string, seconds: number): HeartbeatApply => ({ workspaceId: 'ws', accountId: 'acc', actionId: 'a1', workerId: 'w1', claimId, leaseMs: 30_000, meta: at(seconds) });
-const finish = (claimId: string | null, result: FinishApply['result'], seconds = 5): FinishApply => ({
+const beat = (claimId: string, seconds: number): HeartbeatApply => ({ type: 'HeartbeatApply', workspaceId: 'ws', accountId: 'acc', actionId: 'a1', workerId: 'w1', claimId, leaseMs: 30_000, meta: at(seconds) });
+const finish = (claimId: string | null, result: FinishApply['result'], seconds = 5): FinishApply => ({ type: 'FinishApply',
   workspaceId: 'ws',
   accountId: 'acc',
   actionId: 'a1',
@@ -56,9 +42,9 @@ const finish = (claimId: string | null, result: FinishApply['result'], seconds =
 });
 
 describe('apply claims (decider specs)', () => {
-  const spec = deciderSpec(actionFolder, decideStartApply);
-  const beats = deciderSpec(actionFolder, decideHeartbeatApply);
-  const finishes = deciderSpec(actionFolder, decideFinishApply);
+  const spec = deciderSpec(actionDecider);
+  const beats = deciderSpec(actionDecider);
+  const finishes = deciderSpec(actionDecider);
 
   it('given an auto_applied action, when a worker claims it, then the claim has an id and a lease', () => {
     spec.given([proposed]).when(start('k1', 0)).then([{ type: 'ActionApplyStarted', data: { attempt: 1, claim_id: 'k1', lease_until: iso(30) } }]);

@@ -3,8 +3,7 @@ import {
   CampaignAlreadyChangedTodayError,
   DailySpendShareCapError,
   DayBandExceededError,
-  decideReserveAutoApplySlot,
-  quotaFolder,
+  quotaDecider,
   type AutoApplyTouch,
   type ReserveAutoApplySlot,
 } from '../../commands/quota/auto-apply-quota.ts';
@@ -12,7 +11,7 @@ import { deciderSpec, recorded } from '../support/decider-spec.ts';
 
 /** docs/policy.md, "Bands that hold for a day" and "Daily spend-share cap": the day's quota aggregate. */
 const meta = { actor: { kind: 'api_key' as const, id: 'k' }, correlationId: 'c' };
-const reserve = (actionId: string, touch: AutoApplyTouch, cap = 20): ReserveAutoApplySlot => ({
+const reserve = (actionId: string, touch: AutoApplyTouch, cap = 20): ReserveAutoApplySlot => ({ type: 'ReserveAutoApplySlot',
   workspaceId: 'ws',
   accountId: 'acc',
   day: '2026-11-21',
@@ -27,7 +26,7 @@ const reserved = (actionId: string, slot: number, extra: Record<string, unknown>
   recorded('AutoApplySlotReserved', { action_id: actionId, day: '2026-11-21', slot, ...extra });
 
 describe('auto-apply quota of a UTC day (decider specs)', () => {
-  const spec = deciderSpec(quotaFolder, decideReserveAutoApplySlot);
+  const spec = deciderSpec(quotaDecider);
 
   it('given a fresh day, when a target change reserves a slot, then the current value is recorded as the day baseline', () => {
     spec.given([]).when(reserve('a1', cpa(100, 108))).then([

@@ -1,9 +1,5 @@
-import { accountFolder } from '../../commands/account/account-state.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
 import {
-  decideCancelRun,
-  decideClaimRun,
-  decideFinishRun,
-  decideStartRun,
   RunNotClaimableError,
   type CancelRun,
   type ClaimRun,
@@ -20,7 +16,7 @@ const started = (runId = 'run-1', worker = 'w1') => recorded('RunStarted', { run
 const succeeded = (runId = 'run-1') =>
   recorded('RunSucceeded', { run_id: runId, text: 't', truncated: false, usage: { input_tokens: 1, output_tokens: 1, steps: 1 }, duration_ms: 5 });
 
-const start = (runId = 'run-2', workspaceId = 'ws'): StartRun => ({
+const start = (runId = 'run-2', workspaceId = 'ws'): StartRun => ({ type: 'StartRun',
   workspaceId,
   accountId: 'acc',
   runId,
@@ -30,9 +26,9 @@ const start = (runId = 'run-2', workspaceId = 'ws'): StartRun => ({
   scope: 'write',
   meta,
 });
-const cancel = (runId = 'run-1', knownStatus = 'queued'): CancelRun => ({ workspaceId: 'ws', accountId: 'acc', runId, knownStatus, meta });
-const claim = (runId = 'run-1'): ClaimRun => ({ workspaceId: 'ws', accountId: 'acc', runId, workerId: 'w1', agent: { kind: 'rules', model: 'r' }, meta });
-const finish = (workerId: string | null = 'w1'): FinishRun => ({
+const cancel = (runId = 'run-1', knownStatus = 'queued'): CancelRun => ({ type: 'CancelRun', workspaceId: 'ws', accountId: 'acc', runId, knownStatus, meta });
+const claim = (runId = 'run-1'): ClaimRun => ({ type: 'ClaimRun', workspaceId: 'ws', accountId: 'acc', runId, workerId: 'w1', agent: { kind: 'rules', model: 'r' }, meta });
+const finish = (workerId: string | null = 'w1'): FinishRun => ({ type: 'FinishRun',
   workspaceId: 'ws',
   accountId: 'acc',
   runId: 'run-1',
@@ -43,7 +39,7 @@ const finish = (workerId: string | null = 'w1'): FinishRun => ({
 
 describe('run lifecycle decisions (account aggregate)', () => {
   describe('start', () => {
-    const spec = deciderSpec(accountFolder, decideStartRun);
+    const spec = deciderSpec(accountDecider);
     it('queues a run on an idle account', () => spec.given([created]).when(start()).then([{ type: 'RunQueued', data: { run_id: 'run-2' } }]));
     it('queues again once the previous run ended', () => spec.given([created, queued(), started(), succeeded()]).when(start()).then([{ type: 'RunQueued' }]));
     it('refuses a second run while one is queued', () => spec.given([created, queued()]).when(start()).thenThrows(RunInProgressError, 409));
@@ -54,21 +50,21 @@ describe('run lifecycle decisions (account aggregate)', () => {
   });
 
   describe('cancel', () => {
-    const spec = deciderSpec(accountFolder, decideCancelRun);
+    const spec = deciderSpec(accountDecider);
     it('cancels a queued run', () => spec.given([created, queued()]).when(cancel()).then([{ type: 'RunCanceled', data: { run_id: 'run-1' } }]));
     it('refuses a running run with 409', () => spec.given([created, queued(), started()]).when(cancel()).thenThrows(RunNotCancelableError, 409));
     it('refuses a finished run with 409', () => spec.given([created, queued(), started(), succeeded()]).when(cancel('run-1', 'succeeded')).thenThrows(RunNotCancelableError, 409));
   });
 
   describe('claim by a worker', () => {
-    const spec = deciderSpec(accountFolder, decideClaimRun);
+    const spec = deciderSpec(accountDecider);
     it('starts a queued run', () => spec.given([created, queued()]).when(claim()).then([{ type: 'RunStarted', data: { worker_id: 'w1' } }]));
     it('loses to a cancel', () => spec.given([created, queued(), recorded('RunCanceled', { run_id: 'run-1' })]).when(claim()).thenThrows(RunNotClaimableError));
     it('never starts a run twice', () => spec.given([created, queued(), started()]).when(claim()).thenThrows(RunNotClaimableError));
   });
 
   describe('finish', () => {
-    const spec = deciderSpec(accountFolder, decideFinishRun);
+    const spec = deciderSpec(accountDecider);
     it('ends the running run of its worker', () => spec.given([created, queued(), started()]).when(finish()).then([{ type: 'RunSucceeded', data: { text: 'done' } }]));
     it('ignores a worker that no longer owns the run', () => spec.given([created, queued(), started('run-1', 'w2')]).when(finish('w1')).thenNothing());
     it('ignores a run that already ended', () => spec.given([created, queued(), started(), succeeded()]).when(finish()).thenNothing());

@@ -368,7 +368,7 @@ interface Exited {
 
 /** Runs `src/main.ts` as a user would, with only the given environment on top of PATH. */
 function startMain(env: Record<string, string>): Promise<Exited> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: repo,
     // The test's signing key, so a start that fails later never leaves a generated key in the checkout.
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', EVENT_SIGNING_KEY_FILE: testSigningKeyFile(), ...env },

@@ -88,7 +88,7 @@ describe('npm run docs:check', function () {
     writeFileSync(join(scratch, 'docs/events.md'), stale);
     writeFileSync(join(scratch, 'docs/asyncapi.yaml'), renderAsyncApi());
     const script = new URL('scripts/check-docs.ts', REPO).pathname;
-    const failure = await run(process.execPath, ['--import=tsx', script, '--root', scratch], { cwd: new URL('.', REPO).pathname }).then(
+    const failure = await run(process.execPath, [script, '--root', scratch], { cwd: new URL('.', REPO).pathname }).then(
       () => null,
       (error: { code: number; stderr: string }) => error,
     );

@@ -1,11 +1,13 @@
 import { expect } from 'chai';
-import { accountFolder, type AccountState } from '../../commands/account/account-state.ts';
+import type { AccountState } from '../../commands/account/account-state.ts';
 import { AggregateRepository } from '../../src/event-store/aggregate-repository.ts';
 import { SnapshotStore } from '../../src/event-store/snapshot-store.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 import { eventually } from '../support/eventually.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 describe('aggregate snapshots: loading does not grow with history', function () {
   this.timeout(60_000);
@@ -21,22 +23,22 @@ describe('aggregate snapshots: loading does not grow with history', function () 
   });
 
   it('a fresh process folds at most 64 events of an aggregate with 300, and gets the same state', async () => {
-    const { writeModel } = infra;
+    const { commands, subjects } = infra;
     const ws = 'ws-snap';
     const account = 'acc-snap';
     const meta = { actor: { kind: 'operator' as const, id: 'test' }, correlationId: 'c' };
-    await writeModel.createAccount({ workspaceId: ws, accountId: account, name: 'A', platform: 'none', sandboxSeed: null, meta });
+    await commands.handle(accountDecider, { type: 'CreateAccount', workspaceId: ws, accountId: account, name: 'A', platform: 'none', sandboxSeed: null, meta });
     for (let i = 0; i < 150; i++) {
       const runId = `run-${i}`;
-      await writeModel.startRun({ workspaceId: ws, accountId: account, runId, brief: 'b', autoApply: false, keyId: 'k', scope: 'write', meta });
-      await writeModel.cancelRun({ workspaceId: ws, accountId: account, runId, knownStatus: 'queued', meta });
+      await commands.handle(accountDecider, { type: 'StartRun', workspaceId: ws, accountId: account, runId, brief: 'b', autoApply: false, keyId: 'k', scope: 'write', meta });
+      await commands.handle(accountDecider, { type: 'CancelRun', workspaceId: ws, accountId: account, runId, knownStatus: 'queued', meta });
     }
-    const subject = writeModel.accountSubject(ws, account);
-    const expected = await writeModel.accounts.load(subject);
+    const subject = subjects.forAggregate(streams.account(ws, account));
+    const expected = await infra.aggregates.load(accountDecider, streams.account(ws, account));
     expect(expected.state.runsQueued).to.equal(150);
 
     let folded = 0;
-    const counting = { ...accountFolder, evolve: (state: AccountState, event: DomainEvent) => (folded++, accountFolder.evolve(state, event)) };
+    const counting = { ...accountDecider, evolve: (state: AccountState, event: DomainEvent) => (folded++, accountDecider.evolve(state, event)) };
     const snapshots = await SnapshotStore.open(infra.nc, `${config.eventStream}_snapshots`, 1);
     // Snapshots are written asynchronously after the append that makes them due.
     await eventually(async () => expect((await snapshots.read(subject))?.lastSequence ?? 0).to.be.greaterThan(expected.lastSequence - 64));

@@ -8,7 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { loadConfig, type Config } from '../../src/config/config.ts';
-import { EventStore } from '../../src/event-store/event-store.ts';
+import { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { ensureEventStream } from '../../src/event-store/stream-setup.ts';
 import { Subjects } from '../../src/event-store/subjects.ts';
 import type { EventEnvelope } from '../../src/events/envelope.ts';

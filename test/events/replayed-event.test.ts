@@ -4,6 +4,7 @@ import { listQuarantine } from '../../projections/runtime/quarantine.ts';
 import { api, campaignsByStrategy, cents, proposeTarget } from '../safe-apply/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 
 /**
  * A signature says who wrote an event, not where it belongs. Whoever may publish to the
@@ -26,7 +27,7 @@ describe('a validly signed event replayed onto its subject', function () {
     for (const verb of ['engage', 'release', 'engage']) expect((await killSwitch(verb)).status).to.equal(200);
 
     const infra = svc.service.infrastructure;
-    const subject = infra.writeModel.workspaceSubject(tenant.workspaceId);
+    const subject = infra.subjects.forAggregate(streams.workspace(tenant.workspaceId));
     let release: number | undefined;
     for await (const { seq, event } of infra.store.readFiltered(subject, 1)) if (event.type === 'KillSwitchReleased') release = seq;
     const stored = await infra.store.rawAt(release!);
@@ -53,7 +54,7 @@ describe('a validly signed event replayed onto its subject', function () {
     const killSwitch = (verb: string) => api(svc, 'POST', `/api/v1/workspace/kill-switch/${verb}`, { key: tenant.keys.admin, body: { reason: verb } });
     expect((await killSwitch('engage')).status).to.equal(200);
     const infra = svc.service.infrastructure;
-    const subject = infra.writeModel.workspaceSubject(tenant.workspaceId);
+    const subject = infra.subjects.forAggregate(streams.workspace(tenant.workspaceId));
     const engaged = (await infra.store.lastOf(subject))!;
     await infra.js.publish(subject, (await infra.store.rawAt(engaged.seq))!.data);
     expect((await killSwitch('release')).status).to.equal(200);

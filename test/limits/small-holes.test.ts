@@ -93,7 +93,7 @@ describe('smaller holes (issue #10 item 8)', function () {
       expect(engaged.status).to.equal(200);
       await call(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key: tenant.keys.admin, headers });
 
-      const { store, subjects } = svc.service.infrastructure.writeModel;
+      const { store, subjects } = svc.service.infrastructure;
       const correlated: string[] = [];
       for await (const { event } of store.readFiltered(subjects.all, 1)) {
         if (event.correlation_id === runId) correlated.push(event.type);

@@ -9,9 +9,9 @@ interface Exited {
   stderr: string;
 }
 
-/** Runs `src/main.ts` as a user would (through tsx), with the given environment. */
+/** Runs `src/main.ts` as a user would (Node strips the types), with the given environment. */
 function startMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['src/main.ts'], {
     env: { ...process.env, LOG_LEVEL: 'info', EVENT_SIGNING_KEY_FILE: testSigningKeyFile(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6,6 +6,7 @@ import { ApplyClaimHeldError, ApplyClaimLostError } from '../../commands/action/
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForStatus } from './helpers.ts';
+import { actionDecider } from '../../commands/action/action-decider.ts';
 
 /**
  * The real sandbox platform behind a decorator that makes applyChange fail a set number of
@@ -13,10 +14,16 @@ import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForSt
  */
 class FlakyPlatform implements AdsPlatform {
   applied = 0;
+  private readonly inner: AdsPlatform;
+  private failuresLeft: number;
+
   constructor(
-    private readonly inner: AdsPlatform,
-    private failuresLeft: number,
-  ) {}
+    inner: AdsPlatform,
+    failuresLeft: number,
+  ) {
+    this.inner = inner;
+    this.failuresLeft = failuresLeft;
+  }
   accountSummary = (a: PlatformAccountRef) => this.inner.accountSummary(a);
   listCampaigns = (a: PlatformAccountRef) => this.inner.listCampaigns(a);
   getCampaign = (a: PlatformAccountRef, id: string) => this.inner.getCampaign(a, id);
@@ -37,11 +44,15 @@ class FlakyPlatform implements AdsPlatform {
 
 /** The sandbox behind a platform call that takes `delayMs` (a slow platform), counting the calls. */
 class SlowPlatform extends FlakyPlatform {
+  private readonly delayMs: number;
+
   constructor(
     inner: AdsPlatform,
-    private readonly delayMs: number,
+    delayMs: number,
   ) {
     super(inner, 0);
+    this.delayMs = delayMs;
+  
   }
   override async applyChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, this.delayMs));
@@ -190,9 +201,11 @@ describe('apply worker: platform failures and competing workers', function () {
 
     it('an action in applying cannot be claimed again: of 10 concurrent claims exactly 1 wins', async () => {
       const { action } = await autoApplied(1.01);
-      const { writeModel } = svc.service.infrastructure;
+      const { commands } = svc.service.infrastructure;
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 10 }, (_, i) => writeModel.startApply({ ...onAction(action.id), workerId: `racer-${i}`, claimId: `claim-${i}`, leaseMs: 30_000 })),
+        Array.from({ length: 10 }, (_, i) => commands.handle(actionDecider, {
+      type: 'StartApply',
+      ...onAction(action.id), workerId: `racer-${i}`, claimId: `claim-${i}`, leaseMs: 30_000 })),
       );
       expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(1);
       const refusals = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
@@ -204,9 +217,9 @@ describe('apply worker: platform failures and competing workers', function () {
 
     it('crash: a worker died holding the claim; after its lease another worker applies it once, and the dead claim cannot finish', async () => {
       const { action, cpa, target } = await autoApplied(1.02);
-      const { writeModel } = svc.service.infrastructure;
+      const { commands } = svc.service.infrastructure;
       // The "dead" worker: claimed with a 1.5 s lease, then never heartbeats nor finishes.
-      await writeModel.startApply({ ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', leaseMs: 1500 });
+      await commands.handle(actionDecider, { type: 'StartApply', ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', leaseMs: 1500 });
       const platform = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 0);
       const startedAt = Date.now();
       await startWorker(platform, 1500);
@@ -223,7 +236,7 @@ describe('apply worker: platform failures and competing workers', function () {
       // The dead worker wakes up and tries to record its attempt: refused, nothing appended.
       let refused: unknown;
       try {
-        await writeModel.finishApply({ ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', result: { kind: 'failed', error: 'late', willRetry: true } });
+        await commands.handle(actionDecider, { type: 'FinishApply', ...onAction(action.id), workerId: 'dead-worker', claimId: 'dead-claim', result: { kind: 'failed', error: 'late', willRetry: true } });
       } catch (error) {
         refused = error;
       }

@@ -80,7 +80,7 @@ describe('safe-apply: approvals', function () {
       expect(ids.slice(0, 6)).to.deep.equal([...queued.map((a) => a.id), blocked.id]);
       for (const action of all.slice(0, 5)) {
         expect(action).to.include({ object: 'action', kind: 'set_target_roas', status: 'queued', disposition: 'queued', project_id: account, run_id: null });
-        expect(action.approvals_url).to.equal(`http://api.test${approvalsPath(account)}`);
+        expect(action.approvals_url).to.equal(`http://api.test/console/accounts/${account}/approvals`);
       }
       expect(all[5]).to.include({ status: 'blocked', risk_tier: 'blocked', disposition: 'blocked' });
     });

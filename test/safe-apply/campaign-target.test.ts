@@ -45,7 +45,7 @@ describe('safe-apply: campaign target endpoint', function () {
     expect(body.risk_tier).to.be.oneOf(['safe', 'review', 'blocked']);
     expect(body.disposition).to.be.oneOf(['queued', 'auto_applied', 'blocked']);
     expect(body.policy_reasons).to.be.an('array').that.is.not.empty;
-    expect(body.approvals_url).to.equal(`${PUBLIC_BASE_URL}/api/v1/accounts/${account}/approvals`);
+    expect(body.approvals_url).to.equal(`${PUBLIC_BASE_URL}/console/accounts/${account}/approvals`);
     expect(new URL(body.approvals_url).protocol).to.equal('http:');
     expect(body.status).to.be.a('string');
   }

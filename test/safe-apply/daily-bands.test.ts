@@ -10,7 +10,9 @@ import { ProposalService, type ActionRepresentation } from '../../src/policy/pro
 import { last30Days } from '../../src/agent/tools/date-range.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { api, approvalsPath, cents, PUBLIC_BASE_URL, platformAccount, waitForStatus } from './helpers.ts';
+import { api, approvalsPath, cents, platformAccount, waitForStatus } from './helpers.ts';
+import { loadQuota } from '../../commands/queries.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -31,7 +33,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     svc = await startTestService('sa-bands', { ROLES: 'http,projectors' });
     platform = new SandboxPlatform(svc.service.infrastructure.database.db);
     const infra = svc.service.infrastructure;
-    proposals = new ProposalService(infra.writeModel, PUBLIC_BASE_URL, infra.database.db, { clock: () => new Date(clockAt) });
+    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { clock: () => new Date(clockAt) });
   });
   beforeEach(() => {
     clockAt = Date.now();
@@ -83,8 +85,8 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     based_on: { campaign_status: campaign.status, daily_budget: current },
   });
   const quotaOf = async (f: Fixture, day: string) => {
-    const { writeModel } = svc.service.infrastructure;
-    return (await writeModel.quotas.load(writeModel.quotaSubject(f.tenant.workspaceId, f.tenant.accounts.sandbox, day))).state;
+    const { aggregates } = svc.service.infrastructure;
+    return (await loadQuota(aggregates, f.tenant.workspaceId, f.tenant.accounts.sandbox, day)).state;
   };
   const reasons = (action: ActionRepresentation) => action.policy_reasons.join(' | ');
 
@@ -273,7 +275,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
       refused = error;
     }
     expect(refused).to.be.instanceOf(ValidationError);
-    expect((refused as ValidationError).status).to.equal(422);
+    expect((refused as ValidationError).kind).to.equal('validation');
     expect((await quotaOf(f, utcDay(new Date(clockAt)))).actionIds).to.deep.equal([]);
   });
 });

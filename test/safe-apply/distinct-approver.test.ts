@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { DistinctApproverRequiredError, decideApproveAction, type ApproveAction, type ApprovalRules } from '../../commands/action/action-lifecycle.ts';
-import { actionFolder } from '../../commands/action/action-state.ts';
+import { actionDecider } from '../../commands/action/action-decider.ts';
+import { DistinctApproverRequiredError, type ApproveAction } from '../../commands/action/action-lifecycle.ts';
 import { WorkspaceNotFoundError } from '../../commands/errors.ts';
-import { decideSetDistinctApprover, workspaceFolder } from '../../commands/workspace/workspace-decider.ts';
+import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
 import { assertMatchesOpenApi } from '../api/support/openapi-response-validator.ts';
 import { runCli } from '../support/cli.ts';
 import { deciderSpec, recorded } from '../support/decider-spec.ts';
@@ -31,7 +31,7 @@ describe('distinct approver (decider specs)', () => {
       },
       { actor } as never,
     );
-  const approve = (keyId: string, required: boolean): ApproveAction & ApprovalRules => ({
+  const approve = (keyId: string, required: boolean): ApproveAction => ({ type: 'ApproveAction',
     workspaceId: 'ws',
     accountId: 'acc',
     actionId: 'a1',
@@ -39,7 +39,7 @@ describe('distinct approver (decider specs)', () => {
     requireDistinctApprover: required,
     meta: { actor: { kind: 'api_key', id: keyId }, correlationId: 'c' },
   });
-  const spec = deciderSpec(actionFolder, decideApproveAction);
+  const spec = deciderSpec(actionDecider);
 
   it('given the rule on and an action proposed by k1, when k1 approves, then refused with 403', () => {
     spec.given([proposedBy('k1')]).when(approve('k1', true)).thenThrows(DistinctApproverRequiredError, 403);
@@ -54,12 +54,12 @@ describe('distinct approver (decider specs)', () => {
     spec.given([proposedBy(null, { kind: 'api_key', id: 'k1' })]).when(approve('k1', true)).thenThrows(DistinctApproverRequiredError);
   });
   it('workspace setting: on appends once, again appends nothing; unknown workspace refused', () => {
-    const ws = deciderSpec(workspaceFolder, decideSetDistinctApprover);
+    const ws = deciderSpec(workspaceDecider);
     const created = recorded('WorkspaceCreated', { name: 'w' });
     const meta = { actor: { kind: 'operator' as const, id: 'op' }, correlationId: 'c' };
-    ws.given([created]).when({ workspaceId: 'ws', required: true, meta }).then([{ type: 'DistinctApproverRequirementSet', data: { required: true } }]);
-    ws.given([created, recorded('DistinctApproverRequirementSet', { required: true })]).when({ workspaceId: 'ws', required: true, meta }).thenNothing();
-    ws.given([]).when({ workspaceId: 'ws', required: true, meta }).thenThrows(WorkspaceNotFoundError);
+    ws.given([created]).when({ type: 'SetDistinctApprover', workspaceId: 'ws', required: true, meta }).then([{ type: 'DistinctApproverRequirementSet', data: { required: true } }]);
+    ws.given([created, recorded('DistinctApproverRequirementSet', { required: true })]).when({ type: 'SetDistinctApprover', workspaceId: 'ws', required: true, meta }).thenNothing();
+    ws.given([]).when({ type: 'SetDistinctApprover', workspaceId: 'ws', required: true, meta }).thenThrows(WorkspaceNotFoundError);
   });
 });
 

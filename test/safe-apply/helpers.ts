@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { PlatformAccountRef } from '../../src/platform/ads-platform.ts';
 import { eventually } from '../support/eventually.ts';
 import type { TestService } from '../support/test-service.ts';
+import { loadAccount } from '../../commands/queries.ts';
 
 export const PUBLIC_BASE_URL = 'http://api.test';
 
@@ -156,7 +157,7 @@ export async function waitForStatus(svc: TestService, key: string, accountId: st
 
 /** The account as the platform port needs it, read from its aggregate. */
 export async function platformAccount(svc: TestService, workspaceId: string, accountId: string): Promise<PlatformAccountRef> {
-  const { writeModel } = svc.service.infrastructure;
-  const { state } = await writeModel.accounts.load(writeModel.accountSubject(workspaceId, accountId));
+  const { aggregates } = svc.service.infrastructure;
+  const { state } = await loadAccount(aggregates, workspaceId, accountId);
   return { accountId, name: state.name, platform: 'sandbox', sandboxSeed: state.sandboxSeed };
 }

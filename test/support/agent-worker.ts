@@ -5,6 +5,7 @@ import { createPlatform } from '../../src/platform/create-platform.ts';
 import { ProposalService } from '../../src/policy/proposal-service.ts';
 import { AgentWorker } from '../../src/workers/agent-worker.ts';
 import type { TestService } from './test-service.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 /**
  * An agent worker in this process on a test service's stream, for tests that start the
@@ -16,7 +17,7 @@ export async function startAgentWorker(svc: TestService, options: { model?: Mode
     infrastructure: infra,
     executor: {
       platform: createPlatform(infra.database.db),
-      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl, infra.database.db),
+      proposals: new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db)),
       model: options.model ?? new RulesModel(),
       wallClockMs: 20_000,
       modelBudgetMs: 20_000,

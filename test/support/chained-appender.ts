@@ -10,7 +10,11 @@ import type { Infrastructure } from '../../src/runtime/infrastructure.ts';
 export class ChainedAppender {
   private readonly positions = new Map<string, SubjectPosition>();
 
-  constructor(private readonly infra: Infrastructure) {}
+  private readonly infra: Infrastructure;
+
+  constructor(infra: Infrastructure) {
+    this.infra = infra;
+  }
 
   async append(subject: string, event: UnsealedEvent | ((position: SubjectPosition) => UnsealedEvent)): Promise<StoredEvent> {
     const position = this.positions.get(subject) ?? (await this.infra.store.positionOf(subject));

@@ -18,6 +18,13 @@ export function serviceEnv(config: Config): Record<string, string> {
     EVENT_SUBJECT_PREFIX: config.subjectPrefix,
     PUBLIC_BASE_URL: config.publicBaseUrl,
     LOG_LEVEL: 'silent',
+    // The same limits as the test service, so a second process behaves like the first.
+    RATE_LIMIT_RPS: String(config.rateLimitRps),
+    RATE_LIMIT_BURST: String(config.rateLimitBurst),
+    RATE_LIMIT_ANONYMOUS_RPS: String(config.rateLimitAnonymousRps),
+    RATE_LIMIT_ANONYMOUS_BURST: String(config.rateLimitAnonymousBurst),
+    WORKSPACE_RUNS_PER_HOUR: String(config.workspaceRunsPerHour),
+    WORKSPACE_MODEL_TOKENS_PER_DAY: String(config.workspaceModelTokensPerDay),
     ...(config.eventSigningKeyFile ? { EVENT_SIGNING_KEY_FILE: config.eventSigningKeyFile } : {}),
     ...(config.eventSigningRetiredPublicKeys ? { EVENT_SIGNING_RETIRED_PUBLIC_KEYS: config.eventSigningRetiredPublicKeys } : {}),
   };

@@ -1,22 +1,27 @@
 import { expect } from 'chai';
-import type { UnsealedEvent } from '../../src/events/envelope.ts';
+import type { Command, Decider } from '../../commands/shared/decider.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
+import type { AppError } from '../../src/errors/app-error.ts';
+import { toHttpProblem } from '../../src/http/problems/problem-mapping.ts';
 
 /**
- * Specification-style tests for deciders (after Emmett's DeciderSpecification):
+ * Specification-style tests for deciders (after Emmett's DeciderSpecification), pure: the
+ * `given` events are folded with the decider's `evolve`, the `when` command is decided, and
+ * the `then` events (types, and the data fields named) must be exactly what it decided.
  *
  * ```ts
+ * const spec = deciderSpec(accountDecider);
  * spec.given([queued]).when(cancel).then([{ type: 'RunCanceled', data: { run_id } }]);
  * spec.given([running]).when(cancel).thenThrows(RunNotCancelableError);
  * ```
  */
-export function deciderSpec<C, S>(folder: { initialState(): S; evolve(state: S, event: DomainEvent): S }, decide: (command: C, state: S) => readonly UnsealedEvent[]) {
+export function deciderSpec<C extends Command, S>(decider: Decider<C, S>) {
   return {
     given(events: readonly Partial<DomainEvent>[]) {
-      const state = events.reduce((s, e) => folder.evolve(s, e as DomainEvent), folder.initialState());
+      const state = events.reduce((s, e) => decider.evolve(s, e as DomainEvent), decider.initialState());
       return {
         when(command: C) {
-          const act = () => decide(command, state);
+          const act = () => decider.decide(command, state);
           return {
             then(expected: readonly { type: string; data?: Record<string, unknown> }[]) {
               const produced = act();
@@ -36,7 +41,8 @@ export function deciderSpec<C, S>(folder: { initialState(): S; evolve(state: S, 
                 thrown = error;
               }
               expect(thrown, 'expected the decision to be refused').to.be.instanceOf(errorClass);
-              if (status !== undefined) expect((thrown as { status?: number }).status).to.equal(status);
+              // Errors carry a kind and a code; the status is what the HTTP edge maps them to.
+              if (status !== undefined) expect(toHttpProblem(thrown as AppError).status).to.equal(status);
             },
           };
         },
@@ -47,5 +53,5 @@ export function deciderSpec<C, S>(folder: { initialState(): S; evolve(state: S, 
 
 /** A recorded event for `given`: only the fields a fold reads. */
 export function recorded<T extends DomainEvent['type']>(type: T, data: Extract<DomainEvent, { type: T }>['data'], extra: Partial<DomainEvent> = {}) {
-  return { type, data, time: '2026-11-21T10:00:00.000Z', workspace_id: 'ws', account_id: 'acc', ...extra } as unknown as DomainEvent;
+  return { type, data, time: '2026-11-21T10:00:00.000Z', workspace_id: 'ws', account_id: 'acc', id: 'evt', actor: { kind: 'system', id: 'test' }, ...extra } as unknown as DomainEvent;
 }

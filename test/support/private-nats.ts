@@ -19,7 +19,13 @@ export class PrivateNats {
   private process: ChildProcess | undefined;
   readonly storeDir = mkdtempSync(join(tmpdir(), 'nats-test-'));
 
-  private constructor(readonly port: number, private readonly options: PrivateNatsOptions) {}
+  readonly port: number;
+  private readonly options: PrivateNatsOptions;
+
+  private constructor(port: number, options: PrivateNatsOptions) {
+    this.port = port;
+    this.options = options;
+  }
 
   static async start(options: PrivateNatsOptions = {}): Promise<PrivateNats> {
     const nats = new PrivateNats(await freePort(), options);

@@ -16,10 +16,15 @@ export class PrivatePostgres {
   private process: ChildProcess | undefined;
   private readonly dataDir: string;
 
+  readonly port: number;
+  private readonly root: string;
+
   private constructor(
-    readonly port: number,
-    private readonly root: string,
+    port: number,
+    root: string,
   ) {
+    this.port = port;
+    this.root = root;
     this.dataDir = join(root, 'data');
   }
 

@@ -13,7 +13,8 @@ import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
  * handling keeps failing is parked after WORKER_MAX_DELIVERIES tries, and the rest flows on.
  * (That the workers park forged and unreadable messages is in worker-resilience.test.ts.)
  */
-describe('worker pull loop: a message that keeps failing', () => {
+describe('worker pull loop: a message that keeps failing', function () {
+  this.timeout(90_000);
   const config = isolatedConfig('pullloop');
   let infra: Infrastructure;
 
@@ -57,7 +58,9 @@ describe('worker pull loop: a message that keeps failing', () => {
     });
     await loop.start();
     try {
-      await eventually(() => expect(parked).to.have.length(1), 20_000, 100);
+      // A nak's delay (1 s, then 2 s) brings the message back; on a loaded machine a redelivery can
+      // fall back to the consumer's 30 s ack wait, so the wait covers that.
+      await eventually(() => expect(parked, `handled so far: ${JSON.stringify(Object.fromEntries(handled))}`).to.have.length(1), 45_000, 100);
       expect(parked[0]).to.include({ reason: 'failed_repeatedly', error: 'this one always fails' });
       expect(parked[0]!.subject).to.equal(appender.workspaceSubject('ws-poison'));
       expect(Object.fromEntries(handled)).to.deep.equal({ 'ws-a': 1, 'ws-poison': 3, 'ws-b': 1, 'ws-c': 1 });

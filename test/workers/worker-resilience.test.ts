@@ -9,6 +9,10 @@ import { AGENT_WORKER_CONSUMER, AgentWorker } from '../../src/workers/agent-work
 import { eventually } from '../support/eventually.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { loadAccount } from '../../commands/queries.ts';
+import { streams } from '../../src/event-store/subjects.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 const TEXT = (text: string): ModelTurn => ({ parts: [{ kind: 'text', text }], usage: { input_tokens: 1, output_tokens: 1 } });
 const CALL = (name: string, args: Record<string, unknown> = {}): ModelTurn => ({
@@ -40,7 +44,11 @@ class ScriptedModel implements ModelClient {
 /** A model that thinks for `ms`, then answers in text: a slow run. */
 class SlowModel implements ModelClient {
   readonly identity = { kind: 'gemini', model: 'slow' } as const;
-  constructor(private readonly ms: number) {}
+  private readonly ms: number;
+
+  constructor(ms: number) {
+    this.ms = ms;
+  }
   async generate(): Promise<ModelTurn> {
     await new Promise((resolve) => setTimeout(resolve, this.ms));
     return TEXT('done');
@@ -53,7 +61,7 @@ function worker(svc: TestService, model: ModelClient, options: { concurrency?: n
     infrastructure: infra,
     executor: {
       platform: createPlatform(infra.database.db),
-      proposals: new ProposalService(infra.writeModel, svc.config.publicBaseUrl, infra.database.db),
+      proposals: new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db)),
       model,
       wallClockMs: 30_000,
       modelBudgetMs: 30_000,
@@ -111,9 +119,10 @@ describe('agent runs stop before their next tool call once they may not go on', 
   it('makes no tool call and no model turn after another worker failed the run (a takeover)', async () => {
     const { svc, tenant, model, runId } = await runAfterItsFirstToolCall('takeover');
     // What a worker that took this run for dead does: it fails the run in the owner's name.
-    const { writeModel } = svc.service.infrastructure;
-    const account = await writeModel.accounts.load(writeModel.accountSubject(tenant.workspaceId, tenant.accounts.sandbox));
-    await writeModel.finishRun({
+    const { aggregates, commands } = svc.service.infrastructure;
+    const account = await loadAccount(aggregates, tenant.workspaceId, tenant.accounts.sandbox);
+    await commands.handle(accountDecider, {
+      type: 'FinishRun',
       workspaceId: tenant.workspaceId,
       accountId: tenant.accounts.sandbox,
       runId,
@@ -204,7 +213,7 @@ describe('worker loops that cannot be wedged', function () {
     const tenant = await svc.tenant('poison');
     const other = await svc.tenant('poison-other');
     const infra = svc.service.infrastructure;
-    const { js, writeModel, store } = infra;
+    const { js, subjects, store } = infra;
     // A RunQueued of a real run, to copy a schema-valid envelope from.
     const realRun = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account');
     await waitForTerminalRun(svc, tenant.keys.read, realRun, 30_000);
@@ -213,12 +222,12 @@ describe('worker loops that cannot be wedged', function () {
     };
     const template = queued.data.find((e) => e.type === 'RunQueued')!;
     const ghost = randomUUID();
-    const ghostSubject = writeModel.accountSubject(tenant.workspaceId, ghost);
+    const ghostSubject = subjects.forAggregate(streams.account(tenant.workspaceId, ghost));
     const { seq: _seq, ...envelope } = template;
     // Unreadable, on an account subject (agent worker) and on an action subject (apply worker).
     const unreadable = (await js.publish(ghostSubject, '{"not json')).seq;
     const ghostAction = randomUUID();
-    const ghostActionSubject = writeModel.actionSubject(tenant.workspaceId, ghost, ghostAction);
+    const ghostActionSubject = subjects.forAggregate(streams.action(tenant.workspaceId, ghost, ghostAction));
     await js.publish(ghostActionSubject, '\u0000');
     // Well-formed but forged: a copy of a signed envelope with other content no longer verifies.
     const approved = {
@@ -250,7 +259,7 @@ describe('worker loops that cannot be wedged', function () {
     // The worker goes on: a run of another workspace, created afterwards, runs to the end.
     const after = await startRun(svc, other.keys.write, other.accounts.sandbox, 'Summarise the account');
     await eventually(async () => {
-      const last = await store.lastOf(writeModel.accountSubject(other.workspaceId, other.accounts.sandbox));
+      const last = await store.lastOf(subjects.forAggregate(streams.account(other.workspaceId, other.accounts.sandbox)));
       expect(last?.event.type).to.equal('RunSucceeded');
       expect((last?.event.data as { run_id: string }).run_id).to.equal(after);
     }, 30_000, 100);

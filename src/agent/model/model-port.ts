@@ -54,8 +54,11 @@ export interface ModelClient {
 
 /** The model failed in a way retries did not fix; the run fails with agent_error and this detail. */
 export class ModelError extends Error {
-  constructor(message: string, readonly status?: number, options?: { cause?: unknown }) {
+  readonly status?: number;
+
+  constructor(message: string, status?: number, options?: { cause?: unknown }) {
     super(message, options);
+    this.status = status;
     this.name = 'ModelError';
   }
 }

@@ -10,7 +10,11 @@ import { ModelError, type ModelClient, type ModelPart, type ModelRequest, type M
  * would fail the run. Wraps every adapter (see createModel).
  */
 export class SanitizingModel implements ModelClient {
-  constructor(private readonly inner: ModelClient) {}
+  private readonly inner: ModelClient;
+
+  constructor(inner: ModelClient) {
+    this.inner = inner;
+  }
 
   get identity(): AgentIdentity {
     return this.inner.identity;

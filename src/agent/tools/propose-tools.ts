@@ -1,7 +1,7 @@
 import { MATCH_TYPES, type MatchType } from '../../platform/ads-platform.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import { negativeKeywordBasis } from '../../policy/negative-keyword-basis.ts';
-import { targetBasisOf } from '../../policy/action-draft.ts';
+import { targetChangeDraft, type TargetRequest } from '../../policy/target-change-draft.ts';
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
 import { last30Days } from './date-range.ts';
@@ -114,58 +114,42 @@ export const setCampaignBudget: AgentTool<{ campaign_id: string; daily_budget: n
   },
 };
 
-export const setTargetCpa: AgentTool<{ campaign_id: string; target_cpa: number; reason?: string }> = {
-  name: 'set_target_cpa',
-  kind: 'propose',
-  description: 'Propose a new target CPA for a campaign whose strategy already has one (maximize conversions). Queued for approval.',
-  parameters: {
-    type: 'object',
-    required: ['campaign_id', 'target_cpa'],
-    properties: { campaign_id: { type: 'string' }, target_cpa: { type: 'number', exclusiveMinimum: 0 }, reason: REASON },
-  },
-  run: async (input, context) => {
-    const campaign = await campaignOf(context, input.campaign_id);
-    const current = campaign.bidding_strategy.target_cpa;
-    if (campaign.bidding_strategy.type !== 'maximize_conversions' || current === null) {
-      throw new ToolInputError(`campaign ${campaign.id} uses ${campaign.bidding_strategy.type} without a target CPA; it cannot take one`);
-    }
-    const target = money(input.target_cpa);
-    const action = await context.propose(
-      { kind: 'set_target_cpa', params: { campaign_id: campaign.id, target_cpa: target }, based_on: { ...targetBasisOf(campaign), target_cpa: current } },
-      `Change the target CPA of "${campaign.name}" from ${current} to ${target}`,
-      input.reason ?? '',
-    );
-    return { action };
-  },
-};
+/** Proposes a target change through the draft the target endpoint uses too (src/policy/target-change-draft.ts). */
+async function proposeTarget(context: ToolContext, campaignId: string, request: TargetRequest, reason: string | undefined) {
+  const campaign = await campaignOf(context, campaignId);
+  const change = targetChangeDraft(campaign, request);
+  if (!change.ok) {
+    const label = request.field === 'target_cpa' ? 'target CPA' : 'target ROAS';
+    throw new ToolInputError(`campaign ${campaign.id} uses ${campaign.bidding_strategy.type} without a ${label}; it cannot take one`);
+  }
+  return { action: await context.propose(change.draft, change.summary, reason ?? '') };
+}
 
-export const setTargetRoas: AgentTool<{ campaign_id: string; target_roas_pct: number; reason?: string }> = {
-  name: 'set_target_roas',
-  kind: 'propose',
-  description: 'Propose a new target ROAS (percent; 150 = 1.5x) for a campaign whose strategy already has one. Queued for approval.',
-  parameters: {
-    type: 'object',
-    required: ['campaign_id', 'target_roas_pct'],
-    properties: { campaign_id: { type: 'string' }, target_roas_pct: { type: 'number', exclusiveMinimum: 0 }, reason: REASON },
-  },
-  run: async (input, context) => {
-    const campaign = await campaignOf(context, input.campaign_id);
-    const current = campaign.bidding_strategy.target_roas_pct;
-    if (campaign.bidding_strategy.type !== 'maximize_conversion_value' || current === null) {
-      throw new ToolInputError(`campaign ${campaign.id} uses ${campaign.bidding_strategy.type} without a target ROAS; it cannot take one`);
-    }
-    const target = Math.round(input.target_roas_pct * 10) / 10;
-    const action = await context.propose(
-      {
-        kind: 'set_target_roas',
-        params: { campaign_id: campaign.id, target_roas_pct: target },
-        based_on: { ...targetBasisOf(campaign), target_roas_pct: current },
-      },
-      `Change the target ROAS of "${campaign.name}" from ${current}% to ${target}%`,
-      input.reason ?? '',
-    );
-    return { action };
-  },
-};
+/** A tool that proposes a new value of one target; the two differ only in the field and wording. */
+function targetTool<F extends TargetRequest['field']>(name: string, field: F, description: string): AgentTool<{ campaign_id: string; reason?: string } & Record<F, number>> {
+  return {
+    name,
+    kind: 'propose',
+    description,
+    parameters: {
+      type: 'object',
+      required: ['campaign_id', field],
+      properties: { campaign_id: { type: 'string' }, [field]: { type: 'number', exclusiveMinimum: 0 }, reason: REASON },
+    },
+    run: (input, context) => proposeTarget(context, input.campaign_id, { field, value: input[field] } as TargetRequest, input.reason),
+  };
+}
+
+export const setTargetCpa = targetTool(
+  'set_target_cpa',
+  'target_cpa',
+  'Propose a new target CPA for a campaign whose strategy already has one (maximize conversions). Queued for approval.',
+);
+
+export const setTargetRoas = targetTool(
+  'set_target_roas',
+  'target_roas_pct',
+  'Propose a new target ROAS (percent; 150 = 1.5x) for a campaign whose strategy already has one. Queued for approval.',
+);
 
 export const PROPOSE_TOOLS: readonly AgentTool<any>[] = [addNegativeKeywords, pauseKeywords, setCampaignBudget, setTargetCpa, setTargetRoas];

@@ -6,6 +6,8 @@ import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { PROPOSE_TOOLS } from './propose-tools.ts';
 import { READ_TOOLS } from './read-tools.ts';
 
+const REGISTRIES = new Map<KeyScope, ToolRegistry>();
+
 /**
  * The tools of one run. Which tools exist depends on the run's key scope only — never on
  * what the model asks for: a read-scoped run's registry has no propose tool at all.
@@ -20,8 +22,17 @@ export class ToolRegistry {
     for (const tool of tools) this.validators.set(tool.name, ajv.compile(tool.parameters));
   }
 
+  /**
+   * One registry per scope for the whole process: it holds nothing of a run, and compiling
+   * its input schemas (a new Ajv each time) cost about ten milliseconds of every run.
+   */
   static forScope(scope: KeyScope): ToolRegistry {
-    return new ToolRegistry(scope === 'read' ? READ_TOOLS : [...READ_TOOLS, ...PROPOSE_TOOLS]);
+    let registry = REGISTRIES.get(scope);
+    if (!registry) {
+      registry = new ToolRegistry(scope === 'read' ? READ_TOOLS : [...READ_TOOLS, ...PROPOSE_TOOLS]);
+      REGISTRIES.set(scope, registry);
+    }
+    return registry;
   }
 
   get(name: string): AgentTool<any> | undefined {

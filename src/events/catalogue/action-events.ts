@@ -26,6 +26,22 @@ export interface AutoApplySlotReservedData {
 export interface ActionApprovedData {
   readonly note: string;
 }
+/** One version of what an approver can edit: the change, what it was measured against, and how the policy classified it. */
+export interface EditableVersion {
+  readonly summary: string;
+  readonly params: Record<string, unknown>;
+  readonly based_on: Record<string, unknown>;
+  readonly risk_tier: 'safe' | 'review' | 'blocked';
+  readonly policy_reasons: readonly string[];
+}
+export interface ActionEditedData {
+  /** The action as it was before the edit (the proposal, or an earlier edit of a returned action). */
+  readonly before: EditableVersion;
+  /** The action as edited, classified again by the policy against the platform's values at the edit. */
+  readonly after: EditableVersion;
+  /** What the approver sent: the one params field it replaces. */
+  readonly edit: Record<string, unknown>;
+}
 export interface ActionRejectedData {
   readonly reason: string;
 }
@@ -77,6 +93,7 @@ export type KillSwitchReleased = EventEnvelope<'KillSwitchReleased', KillSwitchR
 export type AutoApplySlotReserved = EventEnvelope<'AutoApplySlotReserved', AutoApplySlotReservedData>;
 export type ActionApproved = EventEnvelope<'ActionApproved', ActionApprovedData>;
 export type ActionRejected = EventEnvelope<'ActionRejected', ActionRejectedData>;
+export type ActionEdited = EventEnvelope<'ActionEdited', ActionEditedData>;
 export type ActionApplyStarted = EventEnvelope<'ActionApplyStarted', ActionApplyStartedData>;
 export type ActionApplyHeartbeat = EventEnvelope<'ActionApplyHeartbeat', ActionApplyHeartbeatData>;
 export type ActionApplied = EventEnvelope<'ActionApplied', ActionAppliedData>;
@@ -85,6 +102,7 @@ export type ActionReturnedToQueue = EventEnvelope<'ActionReturnedToQueue', Actio
 
 export type SafetyEvent = KillSwitchEngaged | KillSwitchReleased | AutoApplySlotReserved;
 export type ActionLifecycleEvent =
+  | ActionEdited
   | ActionApproved
   | ActionRejected
   | ActionApplyStarted
@@ -92,6 +110,14 @@ export type ActionLifecycleEvent =
   | ActionApplied
   | ActionApplyFailed
   | ActionReturnedToQueue;
+
+const EDITABLE_VERSION = object({
+  summary: str({ minLength: 1, maxLength: 500 }),
+  params: { type: 'object' },
+  based_on: { type: 'object' },
+  risk_tier: enumOf(['safe', 'review', 'blocked']),
+  policy_reasons: { type: 'array', items: str() },
+});
 
 export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
   {
@@ -143,6 +169,14 @@ export const ACTION_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     aggregate: 'action',
     description: 'A person approved a queued action; the apply worker takes it from here.',
     data: object({ note: str({ maxLength: 2000 }) }),
+  },
+  {
+    type: 'ActionEdited',
+    version: 1,
+    aggregate: 'action',
+    description:
+      'A person edited a queued action and approved it in the same request (an ActionApproved follows in the same append): dropped proposed negative keywords or changed their match type, or changed a budget or target value. before and after keep both versions with their policy classification; after was classified again against the platform at the edit. The editor and the time are the envelope\'s actor and time. From here on the action is the after version: it is what the apply worker applies.',
+    data: object({ before: EDITABLE_VERSION, after: EDITABLE_VERSION, edit: { type: 'object', minProperties: 1, maxProperties: 1 } }),
   },
   {
     type: 'ActionRejected',

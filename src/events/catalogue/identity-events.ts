@@ -21,6 +21,14 @@ export interface DistinctApproverRequirementSetData {
   /** On: the key that proposed an action (or started its run) cannot approve it. */
   readonly required: boolean;
 }
+export interface RunStartsPausedData {
+  /** When agent workers may start the workspace's queued runs again (ISO 8601, UTC). */
+  readonly until: string;
+  readonly reason: string;
+}
+export interface RunStartsResumedData {
+  readonly reason: string;
+}
 export interface AccountCreatedData {
   readonly name: string;
   readonly platform: PlatformKind;
@@ -41,8 +49,10 @@ export type ApiKeyIssued = EventEnvelope<'ApiKeyIssued', ApiKeyIssuedData>;
 export type ApiKeyRevoked = EventEnvelope<'ApiKeyRevoked', ApiKeyRevokedData>;
 export type AccountCreated = EventEnvelope<'AccountCreated', AccountCreatedData>;
 export type DistinctApproverRequirementSet = EventEnvelope<'DistinctApproverRequirementSet', DistinctApproverRequirementSetData>;
+export type RunStartsPaused = EventEnvelope<'RunStartsPaused', RunStartsPausedData>;
+export type RunStartsResumed = EventEnvelope<'RunStartsResumed', RunStartsResumedData>;
 
-export type IdentityEvent = WorkspaceCreated | ApiKeyIssued | ApiKeyRevoked | AccountCreated | DistinctApproverRequirementSet;
+export type IdentityEvent = WorkspaceCreated | ApiKeyIssued | ApiKeyRevoked | AccountCreated | DistinctApproverRequirementSet | RunStartsPaused | RunStartsResumed;
 
 export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
   {
@@ -59,6 +69,21 @@ export const IDENTITY_EVENT_DEFINITIONS: readonly EventDefinition[] = [
     description:
       "An operator turned the workspace's distinct-approver rule on or off. While on, the API key that proposed an action (or started the run that proposed it) cannot approve it.",
     data: object({ required: bool() }),
+  },
+  {
+    type: 'RunStartsPaused',
+    version: 1,
+    aggregate: 'workspace',
+    description:
+      "An operator paused the start of the workspace's runs until a time: runs are still accepted and queued (and can be canceled), but no agent worker starts one before `until`. Runs already running go on.",
+    data: object({ until: str({ format: 'date-time' }), reason: str({ maxLength: 500 }) }),
+  },
+  {
+    type: 'RunStartsResumed',
+    version: 1,
+    aggregate: 'workspace',
+    description: "An operator ended a pause of the workspace's run starts before its time; queued runs start again.",
+    data: object({ reason: str({ maxLength: 500 }) }),
   },
   {
     type: 'ApiKeyIssued',

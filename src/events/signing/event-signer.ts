@@ -6,7 +6,10 @@ export class EventSigner {
   readonly keyId: string;
   readonly publicKey: KeyObject;
 
-  constructor(private readonly privateKey: KeyObject) {
+  private readonly privateKey: KeyObject;
+
+  constructor(privateKey: KeyObject) {
+    this.privateKey = privateKey;
     this.publicKey = createPublicKey(privateKey);
     this.keyId = keyIdOf(this.publicKey);
   }

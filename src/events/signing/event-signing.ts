@@ -1,6 +1,6 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { EventStore } from '../../event-store/event-store.ts';
+import type { JetStreamEventStore as EventStore } from '../../event-store/jetstream-event-store.ts';
 import { EventSigner } from './event-signer.ts';
 import { EventVerifier } from './event-verifier.ts';
 import { ensureActivation, keyActivationTimes, readActivation, recordKeyFirstUse } from './signing-activation.ts';

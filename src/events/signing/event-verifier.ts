@@ -63,6 +63,19 @@ export class EventVerifier implements EventAuthenticityCheck {
     this.verdict(event, subject, seq);
   }
 
+  /**
+   * A batch reader may believe this event through a later, verified event's hash chain
+   * (EventAdmission.tryAdmitBatch) only where a full check would have verified a signature
+   * by a key this process knows; legacy and malformed events are always checked in full,
+   * and without an activation point (an offline audit) nothing is vouched for.
+   */
+  canVouchFor(event: EventEnvelope, seq: number): boolean {
+    const activation = this.activationPoint;
+    if (activation === null || seq < activation.firstSignedSeq) return false;
+    const { key_id: keyId, signature } = event as { key_id?: unknown; signature?: unknown };
+    return typeof keyId === 'string' && this.keys.has(keyId) && typeof signature === 'string' && SIGNATURE.test(signature);
+  }
+
   /** Like check, and says whether the event was signed or accepted as legacy. @throws UntrustedEventError */
   verdict(event: EventEnvelope, subject: string, seq: number): Verdict {
     const { key_id: keyId, signature } = event as { key_id?: unknown; signature?: unknown };

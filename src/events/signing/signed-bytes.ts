@@ -1,4 +1,4 @@
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../canonical-json.ts';
 import type { EventEnvelope } from '../envelope.ts';
 
 /**
@@ -8,7 +8,7 @@ import type { EventEnvelope } from '../envelope.ts';
  */
 export function signedBytes(event: Omit<EventEnvelope, 'signature'> | EventEnvelope): Buffer {
   const { signature: _signature, ...body } = event as EventEnvelope;
-  const canonical = canonicalize(body);
+  const canonical = canonicalJson(body);
   if (canonical === undefined) throw new TypeError('event cannot be canonicalized');
   return Buffer.from(canonical, 'utf8');
 }

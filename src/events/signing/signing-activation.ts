@@ -2,7 +2,7 @@ import { verify } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { KV } from '@nats-io/kv';
 import type { EventEnvelope } from '../envelope.ts';
-import type { EventStore } from '../../event-store/event-store.ts';
+import type { JetStreamEventStore as EventStore } from '../../event-store/jetstream-event-store.ts';
 import type { EventSigner } from './event-signer.ts';
 import { EventVerifier, type SigningActivationPoint } from './event-verifier.ts';
 import type { KnownPublicKey } from './signing-keys.ts';

@@ -9,14 +9,24 @@ export const UNTRUSTED_EVENT_CODES = ['unsigned', 'unknown-key', 'bad-signature'
 export type UntrustedEventCode = (typeof UNTRUSTED_EVENT_CODES)[number];
 
 export class UntrustedEventError extends Error {
+  readonly code: UntrustedEventCode;
+  readonly seq: number;
+  readonly subject: string;
+
+  readonly reason: string;
+
   constructor(
-    readonly code: UntrustedEventCode,
-    readonly seq: number,
-    readonly subject: string,
+    code: UntrustedEventCode,
+    seq: number,
+    subject: string,
     /** The reason alone, without where. */
-    readonly reason: string,
+    reason: string,
   ) {
     super(`stream sequence ${seq} on ${subject}: ${reason}`);
+    this.reason = reason;
+    this.code = code;
+    this.seq = seq;
+    this.subject = subject;
     this.name = 'UntrustedEventError';
   }
 }

@@ -1,35 +1,27 @@
-import { ProblemError } from '../../errors/problem-error.ts';
+import { ErrorKind } from '../../errors/app-error.ts';
+import { HttpOnlyError } from '../problems/http-errors.ts';
 
-export class InvalidIdempotencyKeyError extends ProblemError {
-  constructor() {
-    super({
-      type: 'invalid-idempotency-key',
-      status: 400,
-      title: 'Idempotency-Key is invalid',
-      detail: 'Idempotency-Key must be 1 to 255 printable ASCII characters.',
-    });
+export class InvalidIdempotencyKeyError extends HttpOnlyError {
+  readonly kind = ErrorKind.Validation;
+
+  constructor(reason = 'it holds another character (a space or a control) or is longer') {
+    super('invalid-idempotency-key', `Idempotency-Key must be 1 to 255 visible ASCII characters (! to ~, no space); ${reason}.`);
   }
 }
 
-export class IdempotencyKeyReusedError extends ProblemError {
+export class IdempotencyKeyReusedError extends HttpOnlyError {
+  readonly kind = ErrorKind.Conflict;
+
   constructor() {
-    super({
-      type: 'idempotency-key-reused',
-      status: 422,
-      title: 'Idempotency-Key was used with a different request',
-      detail: 'This Idempotency-Key was first used with another request body; use a new key for a new request.',
-    });
+    super('idempotency-key-reused', 'This Idempotency-Key was first used with another request body; use a new key for a new request.');
   }
 }
 
-export class IdempotentRequestInProgressError extends ProblemError {
-  constructor() {
-    super({
-      type: 'idempotent-request-in-progress',
-      status: 409,
-      title: 'A request with this Idempotency-Key is still being processed',
-      detail: 'Retry after the first request has finished.',
-      headers: { 'Retry-After': '1' },
-    });
+export class IdempotentRequestInProgressError extends HttpOnlyError {
+  readonly kind = ErrorKind.Contention;
+
+  /** @param retryAfterSeconds when the first request's claim ends at the latest (it may finish sooner). */
+  constructor(retryAfterSeconds = 1) {
+    super('idempotent-request-in-progress', `Retry after the first request has finished (at the latest in ${retryAfterSeconds} s).`, { retryAfterSeconds });
   }
 }

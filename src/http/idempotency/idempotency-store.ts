@@ -7,8 +7,14 @@ import { IdempotencyKeyReusedError, IdempotentRequestInProgressError, InvalidIde
 /** How long a completed request can be replayed; documented in docs/api.md. */
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
 /** A request still "processing" after this long belongs to a process that died; a retry takes it over. */
-const PROCESSING_LEASE_SECONDS = 30;
+/**
+ * How long a claim protects a request being processed. A POST /runs finishes in well under
+ * this (its read barrier waits 3 s at most), so a claim still held after it belongs to a
+ * process that died, and a retry takes the request over (same run id, never a second run).
+ */
+export const PROCESSING_LEASE_SECONDS = 10;
 
+/** Visible ASCII (RFC 5234 VCHAR, `!` to `~`): no space, no control, nothing that needs escaping in a log line. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export type IdempotencyClaim =
@@ -16,13 +22,33 @@ export type IdempotencyClaim =
   | { readonly kind: 'takeover'; readonly runId: string }
   | { readonly kind: 'replay'; readonly status: number; readonly body: Record<string, unknown> };
 
+/**
+ * The fingerprint of a request's meaning: canonical JSON (key order and whitespace do not
+ * count) of the body AFTER its schema's defaults were applied, so a retry that spells out
+ * a default (`"auto_apply": false`) is the same request as one that leaves it out.
+ */
 export function requestFingerprint(body: unknown): string {
   return createHash('sha256').update(canonicalize(body) ?? '').digest('hex');
 }
 
+/** @throws InvalidIdempotencyKeyError unless `value` is 1 to 255 visible ASCII characters. */
 export function validateIdempotencyKey(value: string): string {
+  if (value === '') throw new InvalidIdempotencyKeyError('it was empty');
   if (!KEY_PATTERN.test(value)) throw new InvalidIdempotencyKeyError();
   return value;
+}
+
+/**
+ * The request's Idempotency-Key, or null when it has none. A header that is present but
+ * empty is an invalid key, not "no key": taking it as none would make every retry a new run.
+ *
+ * @throws InvalidIdempotencyKeyError (400)
+ */
+export function idempotencyKeyOf(headers: Readonly<Record<string, string | string[] | undefined>>): string | null {
+  const raw = headers['idempotency-key'];
+  if (raw === undefined) return null;
+  // Node joins repeated headers with ', '; a repeated key is as ambiguous as a malformed one.
+  return validateIdempotencyKey(Array.isArray(raw) ? raw.join(', ') : raw);
 }
 
 /**
@@ -31,7 +57,11 @@ export function validateIdempotencyKey(value: string): string {
  * chosen then and stored, so a retry that takes over after a crash finishes the same run.
  */
 export class IdempotencyStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>) {
+    this.db = db;
+  }
 
   /**
    * @throws IdempotencyKeyReusedError (422) for another body under the same key,
@@ -82,7 +112,8 @@ export class IdempotencyStore {
       .returning('run_id')
       .executeTakeFirst();
     if (takenOver) return { kind: 'takeover', runId: takenOver.run_id };
-    throw new IdempotentRequestInProgressError();
+    const leftMs = existing.locked_until.getTime() - Date.now();
+    throw new IdempotentRequestInProgressError(Math.min(PROCESSING_LEASE_SECONDS, Math.max(1, Math.ceil(leftMs / 1000))));
   }
 
   async complete(keyId: string, idempotencyKey: string, status: number, body: Record<string, unknown>): Promise<void> {

@@ -23,7 +23,8 @@ export function accessLog(logger: Logger, observe?: RequestObserver): Middleware
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       observe?.(ctx.method, typeof route === 'string' ? route : 'unmatched', escapedStatus ?? ctx.status, durationMs / 1000);
-      logger.info(
+      // Below info (e.g. LOG_LEVEL=warn) the line is not even built.
+      if (logger.isLevelEnabled('info')) logger.info(
         {
           method: ctx.method,
           path: ctx.path,

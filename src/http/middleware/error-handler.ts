@@ -1,10 +1,10 @@
 import type { Context, Middleware } from 'koa';
-import { InternalError } from '../../errors/common-errors.ts';
-import { unavailableProblem } from '../../errors/infrastructure-errors.ts';
-import { isProblemError, type ProblemError } from '../../errors/problem-error.ts';
+import { isAppError, type AppError } from '../../errors/app-error.ts';
+import { unavailableError } from '../../errors/infrastructure-errors.ts';
 import type { Logger } from '../../log/logger.ts';
-import { HttpStatusError } from '../http-status-error.ts';
 import { writeProblem } from '../problem-response.ts';
+import { HttpStatusError, InternalError } from '../problems/http-errors.ts';
+import { toHttpProblem } from '../problems/problem-mapping.ts';
 import { requestIdOf } from './request-id.ts';
 
 /** Shape of http-errors (used by `ctx.throw`, @koa/router and raw-body). */
@@ -39,9 +39,9 @@ export function errorHandler(options: { logger: Logger; publicBaseUrl: string })
       await next();
     } catch (error) {
       const requestId = requestIdOf(ctx);
-      const problem = toProblem(error, ctx, requestId, logger);
+      const problem = toAppError(error, ctx, requestId, logger);
       if (ctx.headerSent || !ctx.writable) {
-        logger.warn({ request_id: requestId, status: problem.status }, 'error after response started; cannot send problem');
+        logger.warn({ request_id: requestId, problem: problem.code }, 'error after response started; cannot send problem');
         return;
       }
       keepOnlyEnvelopeHeaders(ctx);
@@ -50,10 +50,10 @@ export function errorHandler(options: { logger: Logger; publicBaseUrl: string })
   };
 }
 
-function toProblem(error: unknown, ctx: Context, requestId: string, logger: Logger): ProblemError {
+function toAppError(error: unknown, ctx: Context, requestId: string, logger: Logger): AppError {
   const where = { request_id: requestId, method: ctx.method, path: ctx.path };
-  if (isProblemError(error)) {
-    if (error.status >= 500) logger.warn({ ...where, err: error, problem: error.problem.type }, 'request failed with a server-side problem');
+  if (isAppError(error)) {
+    if (toHttpProblem(error).status >= 500) logger.warn({ ...where, err: error, problem: error.code }, 'request failed with a server-side problem');
     return error;
   }
   if (isHttpLikeError(error)) {
@@ -63,7 +63,7 @@ function toProblem(error: unknown, ctx: Context, requestId: string, logger: Logg
       ? new HttpStatusError(error.status, error.message, stringHeaders(error.headers))
       : new HttpStatusError(error.status);
   }
-  const unavailable = unavailableProblem(error);
+  const unavailable = unavailableError(error);
   if (unavailable) {
     logger.warn({ ...where, err: error instanceof Error ? error.message : String(error) }, 'backing service unavailable; answered 503');
     return unavailable;

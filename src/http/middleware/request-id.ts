@@ -1,5 +1,5 @@
 import type { Context, Middleware } from 'koa';
-import { v7 } from 'uuid';
+import { fastUuidV7 } from '../fast-uuid-v7.ts';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
@@ -14,7 +14,7 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 export function requestId(): Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get(REQUEST_ID_HEADER);
-    const id = SAFE_REQUEST_ID.test(incoming) ? incoming : v7();
+    const id = SAFE_REQUEST_ID.test(incoming) ? incoming : fastUuidV7();
     ctx.state.requestId = id;
     ctx.set(REQUEST_ID_HEADER, id);
     await next();
@@ -25,7 +25,7 @@ export function requestId(): Middleware {
 export function requestIdOf(ctx: Context): string {
   const id: unknown = ctx.state.requestId;
   if (typeof id === 'string') return id;
-  const fresh = v7();
+  const fresh = fastUuidV7();
   ctx.state.requestId = fresh;
   return fresh;
 }

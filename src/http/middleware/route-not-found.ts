@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { RouteNotFoundError } from '../../errors/common-errors.ts';
+import { RouteNotFoundError } from '../problems/http-errors.ts';
 
 /**
  * Turns "nothing answered" into a 404 problem. It wraps the routers instead of sitting

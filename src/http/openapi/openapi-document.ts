@@ -12,6 +12,10 @@ import {
 } from '../../events/catalogue/index.ts';
 import { BIDDING_STRATEGY_TYPES, MATCH_TYPES, type Campaign } from '../../platform/ads-platform.ts';
 import { RUN_STREAM_EVENTS, type RunStreamEvent } from '../routes/run-event-stream.ts';
+import { ROUTE_TABLE } from '../routes/route-table.ts';
+import { pathParameterComponentsOf, pathsOf, requestSchemasOf, withRateLimitHeaders } from '../route-table/openapi-paths.ts';
+import { defineRoute, type RouteDefinition, type RouteLimits } from '../route-table/route-definition.ts';
+import { closed, dateTime, headerRef, json, nullable, nullableDateTime, problem, PROBLEM_MEDIA_TYPE, ref, requestIdHeader, uuid } from './openapi-helpers.ts';
 
 /**
  * The OpenAPI 3.1 description of every endpoint the service serves. Schemas are JSON
@@ -89,45 +93,15 @@ export interface OpenApiDocument {
   };
 }
 
-export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
-const JSON_MEDIA_TYPE = 'application/json';
+export { PROBLEM_MEDIA_TYPE };
 
-/** Defaults of BRIEF_MAX_LENGTH and BODY_LIMIT_BYTES; `openApiDocumentFor` puts a deployment's values in. */
-const DEFAULT_BRIEF_MAX_LENGTH = 8000;
-const DEFAULT_BODY_LIMIT_BYTES = 65536;
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` }) as const;
-const responseRef = (name: string) => ({ $ref: `#/components/responses/${name}` }) as const;
-const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` }) as const;
-const json = (schema: JsonSchema) => ({ [JSON_MEDIA_TYPE]: { schema } });
-const problem = (schemaName = 'Problem') => ({ [PROBLEM_MEDIA_TYPE]: { schema: ref(schemaName) } });
-
-const uuid = { type: 'string', format: 'uuid' } as const;
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as const;
-
-const requestIdHeader = { 'X-Request-Id': headerRef('XRequestId') } as const;
-const unauthenticated = { security: [] } as const;
-const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` }) as const;
-const nullable = (schema: JsonSchema) => ({ oneOf: [{ type: 'null' }, schema] }) as const;
-/** A closed object: every listed member required unless named in `optional`. */
-const closed = (properties: { readonly [name: string]: JsonSchema }, optional: readonly string[] = []) => ({
-  type: 'object',
-  additionalProperties: false,
-  required: Object.keys(properties).filter((name) => !optional.includes(name)),
-  properties,
-});
+/** Defaults of BRIEF_MAX_LENGTH and BODY_LIMIT_BYTES, for the document tests read without a deployment. */
+const DEFAULT_LIMITS: RouteLimits = { briefMaxLength: 8000, bodyLimitBytes: 65536 };
 
 /** Campaign statuses of the platform port; ads-platform.ts has them only as a type, so completeness is checked here. */
 const CAMPAIGN_STATUSES = ['enabled', 'paused', 'removed'] as const satisfies readonly Campaign['status'][];
 const campaignStatusesComplete: [Exclude<Campaign['status'], (typeof CAMPAIGN_STATUSES)[number]>] extends [never] ? true : never = true;
 void campaignStatusesComplete;
-
-/** Page sizes of approvals-routes.ts and history-routes.ts. */
-const APPROVALS_PAGE = { default: 50, max: 200 } as const;
-const HISTORY_PAGE = { default: 100, max: 500 } as const;
-/** Body limits of the approve / reject / target / kill-switch validators. */
-const TEXT_MAX_LENGTH = 2000;
 
 const cursorString = { type: 'string', pattern: '^[0-9]+$' } as const;
 
@@ -169,7 +143,11 @@ const actionProperties = {
     description: 'What happened when it was proposed. `auto_applied` means accepted for apply, not live yet: the apply worker may still send it back to the queue.',
   },
   policy_reasons: { type: 'array', items: { type: 'string' } },
-  approvals_url: { type: 'string', format: 'uri' },
+  approvals_url: {
+    type: 'string',
+    format: 'uri',
+    description: 'The approvals console page of the account (`{PUBLIC_BASE_URL}/console/accounts/{projectId}/approvals`), where a person approves, edits or rejects its queued actions.',
+  },
 } as const;
 
 /** The SSE `data` of each run stream event (src/http/routes/run-event-stream.ts), plus `seq` (= the SSE `id`). */
@@ -216,7 +194,8 @@ const streamDataSchemaName = (event: RunStreamEvent) =>
 /** Every (type, version) of the event catalogue: what a history entry can be. */
 const EVENT_TYPES = [...new Set(EVENT_DEFINITIONS.map((definition) => definition.type))];
 
-const baseDocument = {
+/** Everything but `paths` (generated from the route table) and the request bodies (declared by their routes). */
+const documentWithoutPaths = {
   openapi: '3.1.0',
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   info: {
@@ -240,587 +219,6 @@ const baseDocument = {
     { name: 'workspace', description: 'The workspace kill switch.' },
     { name: 'operations', description: 'Probes and this document.' },
   ],
-  paths: {
-    '/api/v1/runs': {
-      post: {
-        operationId: 'createRun',
-        tags: ['runs'],
-        summary: 'Start a run',
-        description:
-          'Queues a run of the brief on the account and answers at once with 202 and the poll URL. One run per account at a time: ' +
-          'a second one while a run is queued or running answers 409 `run-in-progress`. Read-scoped keys may start runs; such a run ' +
-          'has its write tools removed and always ends with `actions: []`. With `Idempotency-Key` (scoped to the API key, kept 24 hours) ' +
-          'a retry replays the original 202 with `Idempotent-Replayed: true`; the same key with another body answers 422, and a retry ' +
-          'while the first request is still processing answers 409 `idempotent-request-in-progress` with `Retry-After`.',
-        parameters: [{ $ref: '#/components/parameters/IdempotencyKey' }, { $ref: '#/components/parameters/XRequestId' }],
-        requestBody: {
-          required: true,
-          description: `Unknown members are refused (422). The body is at most BODY_LIMIT_BYTES (${DEFAULT_BODY_LIMIT_BYTES} by default; 413 beyond).`,
-          content: json(ref('CreateRunRequest')),
-        },
-        responses: {
-          '202': {
-            description: 'Run queued (or, with `Idempotent-Replayed: true`, the replay of the original response).',
-            headers: {
-              ...requestIdHeader,
-              Location: headerRef('Location'),
-              'Idempotent-Replayed': headerRef('IdempotentReplayed'),
-            },
-            content: json(ref('RunCreated')),
-          },
-          '400': responseRef('BadRequest'),
-          '401': responseRef('Unauthorized'),
-          '404': {
-            description: 'No account `project_id` in the key’s workspace (`account-not-found`); another workspace’s account is indistinguishable.',
-            headers: requestIdHeader,
-            content: problem(),
-          },
-          '409': {
-            description:
-              'Another run is queued or running on the account (`run-in-progress`, with `active_run_id`), or a request with the same ' +
-              'Idempotency-Key is still being processed (`idempotent-request-in-progress`, with `Retry-After`).',
-            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfterOptional') },
-            content: problem(),
-          },
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': {
-            description:
-              'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another body ' +
-              '(`idempotency-key-reused`).',
-            headers: requestIdHeader,
-            content: problem(),
-          },
-          '429': {
-            description:
-              'Over the request rate (`rate-limited`, with `policy`), or a workspace quota is used up (`quota-exceeded`, with `quota`: ' +
-              '`runs_per_hour` or `model_tokens_per_day`, `limit`, `used` and `resets_at`). Retry after `Retry-After` seconds.',
-            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
-            content: problem(),
-          },
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/runs/{runId}': {
-      get: {
-        operationId: 'getRun',
-        tags: ['runs'],
-        summary: 'Poll a run',
-        description:
-          'While the run is `queued` or `running` the response carries `Retry-After: 15` and `Cache-Control: no-store`; pollers ' +
-          'should honour it and stop once the status is terminal. A terminal run never changes: its response has an `ETag`, ' +
-          '`Cache-Control: private, max-age=…` and no `Retry-After`, and `If-None-Match` with that ETag answers 304. ' +
-          'A run of another workspace is indistinguishable from a missing one (404).',
-        parameters: [{ $ref: '#/components/parameters/RunId' }, { $ref: '#/components/parameters/IfNoneMatch' }, { $ref: '#/components/parameters/XRequestId' }],
-        responses: {
-          '200': {
-            description: 'The run.',
-            headers: {
-              ...requestIdHeader,
-              'Retry-After': {
-                description: 'Seconds to wait before polling again; present only while the run is `queued` or `running`.',
-                schema: { type: 'string', const: '15' },
-              },
-              ETag: headerRef('ETagOptional'),
-              'Cache-Control': {
-                description: '`no-store` while the run is not terminal; `private, max-age=<seconds>, immutable` once it is.',
-                required: true,
-                schema: { type: 'string', pattern: '^(no-store|private, max-age=[0-9]+(, immutable)?)$' },
-              },
-            },
-            content: json(ref('Run')),
-          },
-          '304': {
-            description: 'The terminal run is unchanged since the ETag in `If-None-Match`; no body.',
-            headers: { ...requestIdHeader, ETag: headerRef('ETag'), 'Cache-Control': headerRef('TerminalCacheControl') },
-          },
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('RunNotFound'),
-          '500': responseRef('InternalError'),
-        },
-      },
-      delete: {
-        operationId: 'cancelRun',
-        tags: ['runs'],
-        summary: 'Cancel a queued run',
-        description:
-          'A queued run becomes `canceled` and the response is the canceled run. Idempotent: DELETE of a run that is already ' +
-          '`canceled` answers 200 with the run again. A running run cannot be interrupted (409 `run-not-cancelable`; it stays ' +
-          '`running`); a run that succeeded or failed answers 409 `run-already-finished`. Both 409s carry `run_status`.',
-        parameters: [{ $ref: '#/components/parameters/RunId' }, { $ref: '#/components/parameters/XRequestId' }],
-        responses: {
-          '200': {
-            description: 'The canceled run.',
-            headers: requestIdHeader,
-            content: json({ allOf: [ref('Run'), { type: 'object', properties: { status: { const: 'canceled' } } }] }),
-          },
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('RunNotFound'),
-          '409': {
-            description: 'The run is running (`run-not-cancelable`) or already succeeded/failed (`run-already-finished`).',
-            headers: requestIdHeader,
-            content: problem('RunNotCancelableProblem'),
-          },
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/accounts': {
-      get: {
-        operationId: 'listAccounts',
-        tags: ['accounts'],
-        summary: 'List the accounts of the key’s workspace',
-        description: 'The `id` of an account is the `project_id` of POST /api/v1/runs. Only the key’s own workspace is ever listed.',
-        parameters: [{ $ref: '#/components/parameters/XRequestId' }],
-        responses: {
-          '200': { description: 'The accounts, oldest first.', headers: requestIdHeader, content: json(ref('AccountList')) },
-          '401': responseRef('Unauthorized'),
-          '500': responseRef('InternalError'),
-        },
-      },
-    },
-    '/api/v1/runs/{runId}/events': {
-      get: {
-        operationId: 'streamRunEvents',
-        tags: ['runs'],
-        summary: 'Follow a run as Server-Sent Events',
-        description:
-          'The run’s milestones as Server-Sent Events, for clients that would rather not poll. Event names: ' +
-          `${RUN_STREAM_EVENTS.map((name) => `\`${name}\``).join(', ')}. The stream opens with \`retry: 3000\`, then sends, in order, ` +
-          '`queued`, `started`, one `tool_called` per tool call, one `action_proposed` per action, and exactly one terminal event ' +
-          '(`succeeded`, `failed` or `canceled`), after which the server closes the stream. Each event’s `id` is its stream sequence and its `data` is JSON ' +
-          '(schemas `RunStream…Data`; `data.seq` repeats the `id`); comments (`: keep-alive`) are sent every 15 s. A reconnect with ' +
-          '`Last-Event-ID` (or `?last_event_id=`, for clients that cannot set headers) resumes exactly after that event; a reconnect ' +
-          'after the terminal event answers 204, which tells EventSource to stop. A run of another workspace is indistinguishable ' +
-          'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
-          '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
-          '`retry: 500`, and the client resumes with `Last-Event-ID`; a stream whose key is revoked ends within `SSE_KEY_RECHECK_MS` ' +
-          '(a reconnect then answers 401). A stored message that is not a trustworthy event is skipped with a comment and an `id:` line.',
-        parameters: [
-          parameterRef('RunId'),
-          parameterRef('LastEventId'),
-          parameterRef('LastEventIdQuery'),
-          parameterRef('XRequestId'),
-        ],
-        responses: {
-          '200': {
-            description: 'The event stream; it ends after the run’s terminal event.',
-            headers: {
-              ...requestIdHeader,
-              'Cache-Control': { description: 'Never cached or transformed.', required: true, schema: { type: 'string', const: 'no-cache, no-transform' } },
-              'X-Accel-Buffering': { description: 'Tells a buffering reverse proxy (nginx) to pass events through at once.', schema: { type: 'string', const: 'no' } },
-            },
-            content: {
-              'text/event-stream': {
-                schema: {
-                  type: 'string',
-                  pattern: '^retry: [0-9]+\\n\\n',
-                  description: 'SSE text (`id:`, `event:`, `data:` lines, events separated by a blank line).',
-                },
-                'x-itemSchema': ref('RunStreamMessage'),
-              },
-            },
-          },
-          '204': {
-            description: 'The run is terminal and `Last-Event-ID` is at or after its last event: nothing more will come.',
-            headers: requestIdHeader,
-          },
-          '429': responseRef('TooManyStreams'),
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('RunNotFound'),
-          '500': responseRef('InternalError'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/campaigns': {
-      get: {
-        operationId: 'listCampaigns',
-        tags: ['campaigns'],
-        summary: 'List the campaigns of an account',
-        description:
-          'Read from the account’s advertising platform: status, daily budget and bidding strategy (type, target CPA, target ROAS ' +
-          'percent, portfolio). Money is in account currency units.',
-        parameters: [parameterRef('ProjectId'), parameterRef('XRequestId')],
-        responses: {
-          '200': { description: 'The campaigns, by name.', headers: requestIdHeader, content: json(ref('CampaignList')) },
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('AccountNotFound'),
-          '409': responseRef('AccountNotConnected'),
-          '500': responseRef('InternalError'),
-          '502': responseRef('PlatformRefused'),
-          '503': responseRef('PlatformUnavailable'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/campaigns/{campaignId}/target': {
-      post: {
-        operationId: 'setCampaignTarget',
-        tags: ['campaigns'],
-        summary: 'Propose a new target CPA or ROAS for a campaign',
-        'x-required-scope': 'write',
-        description:
-          'Proposes a change of the target on the bidding strategy the campaign already uses; the proposal goes through the same ' +
-          'safe-apply policy and auto-apply gates as the agent’s, and the response is the resulting action. `target_cpa` needs ' +
-          '`maximize_conversions` with a target CPA, `target_roas_pct` needs `maximize_conversion_value` with a target ROAS; anything ' +
-          'else is refused with 409 `strategy-mismatch` (changing the strategy type is not supported). A campaign on a portfolio ' +
-          'strategy is flagged for review (the change moves every campaign on the portfolio) and never auto-applied. ' +
-          '`Idempotency-Key` works exactly as on POST /api/v1/runs: a retry replays the first 200 with `Idempotent-Replayed: true` ' +
-          '(the same action, never a second proposal), another body under the same key answers 422 `idempotency-key-reused`, and a ' +
-          'retry while the first request runs answers 409 `idempotent-request-in-progress`.',
-        parameters: [parameterRef('ProjectId'), parameterRef('CampaignId'), { $ref: '#/components/parameters/IdempotencyKey' }, parameterRef('XRequestId')],
-        requestBody: {
-          required: true,
-          description: 'Exactly one of `target_cpa` and `target_roas_pct` (both or neither: 422). Unknown members are refused (422).',
-          content: json(ref('SetTargetRequest')),
-        },
-        responses: {
-          '200': {
-            description: 'The proposed action (or, with `Idempotent-Replayed: true`, the replay of the first answer).',
-            headers: { ...requestIdHeader, 'Idempotent-Replayed': headerRef('IdempotentReplayed') },
-            content: json(ref('TargetAction')),
-          },
-          '400': responseRef('BadRequest'),
-          '401': responseRef('Unauthorized'),
-          '403': responseRef('Forbidden'),
-          '404': {
-            description: 'No such account (`account-not-found`) or no such campaign in it, or a removed one (`campaign-not-found`).',
-            headers: requestIdHeader,
-            content: problem(),
-          },
-          '409': {
-            description:
-              'The target does not fit the campaign’s bidding strategy (`strategy-mismatch`, naming the strategy and the field it takes), ' +
-              'or the account has no connected advertising platform (`account-not-connected`), or a request with the same ' +
-              'Idempotency-Key is still being processed (`idempotent-request-in-progress`, with `Retry-After`).',
-            headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfterOptional') },
-            content: problem('TargetConflictProblem'),
-          },
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': {
-            description:
-              'The body breaks the schema (`validation-error`, with `errors[]`), or the Idempotency-Key was first used with another ' +
-              'request (`idempotency-key-reused`).',
-            headers: requestIdHeader,
-            content: problem(),
-          },
-          '500': responseRef('InternalError'),
-          '502': responseRef('PlatformRefused'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/approvals': {
-      get: {
-        operationId: 'listApprovals',
-        tags: ['approvals'],
-        summary: 'List the actions of an account with their status',
-        description:
-          'Every action proposed on the account (by runs or the target endpoint), oldest first, with where it stands now. Paginated: ' +
-          'pass `next_cursor` as `cursor` for the next page; it is null on the last page.',
-        parameters: [
-          parameterRef('ProjectId'),
-          parameterRef('ApprovalStatus'),
-          parameterRef('RunIdFilter'),
-          parameterRef('ApprovalsLimit'),
-          parameterRef('Cursor'),
-          parameterRef('XRequestId'),
-        ],
-        responses: {
-          '200': { description: 'One page of actions.', headers: requestIdHeader, content: json(ref('ApprovalList')) },
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('AccountNotFound'),
-          '422': responseRef('InvalidQuery'),
-          '500': responseRef('InternalError'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/approvals/{actionId}/approve': {
-      post: {
-        operationId: 'approveAction',
-        tags: ['approvals'],
-        summary: 'Approve a queued action',
-        'x-required-scope': 'write',
-        description:
-          'Only an action that is `queued` or `returned` can be approved; the apply worker then applies it. Anything else answers 409 ' +
-          '`action-not-in-queue` (of two concurrent approvals, one wins). The response is the action as the approvals list shows it. ' +
-          'When the workspace requires a distinct approver (`adsagent workspace set WS --require-distinct-approver on`), the key that ' +
-          'proposed the action, or started the run that proposed it, answers 403 `distinct-approver-required`.',
-        parameters: [parameterRef('ProjectId'), parameterRef('ActionId'), parameterRef('XRequestId')],
-        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('ApproveRequest')) },
-        responses: {
-          '200': { description: 'The approved action.', headers: requestIdHeader, content: json(ref('Approval')) },
-          '400': responseRef('MalformedJson'),
-          '401': responseRef('Unauthorized'),
-          '403': responseRef('ApproveForbidden'),
-          '404': responseRef('ActionNotFound'),
-          '409': responseRef('ActionNotInQueue'),
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/approvals/{actionId}/reject': {
-      post: {
-        operationId: 'rejectAction',
-        tags: ['approvals'],
-        summary: 'Reject a queued action',
-        'x-required-scope': 'write',
-        description: 'Same rules as approve: only from `queued` or `returned`, otherwise 409 `action-not-in-queue`. A reason is required.',
-        parameters: [parameterRef('ProjectId'), parameterRef('ActionId'), parameterRef('XRequestId')],
-        requestBody: { required: true, content: json(ref('RejectRequest')) },
-        responses: {
-          '200': { description: 'The rejected action.', headers: requestIdHeader, content: json(ref('Approval')) },
-          '400': responseRef('MalformedJson'),
-          '401': responseRef('Unauthorized'),
-          '403': responseRef('Forbidden'),
-          '404': responseRef('ActionNotFound'),
-          '409': responseRef('ActionNotInQueue'),
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/accounts/{projectId}/history': {
-      get: {
-        operationId: 'listHistory',
-        tags: ['history'],
-        summary: 'Read the event history of an account',
-        description:
-          'Every event of the account, read from the event log itself in stream order: the event envelope (docs/events.md) plus its ' +
-          'stream sequence `seq`; `ToolCalled` events carry the tool’s full output. `next_cursor` is the `seq` to pass as `cursor` for ' +
-          'the next page (null on the last); `run_id` keeps the events correlated with one run and reads only that run’s own subjects ' +
-          '(its account subject while it was live, its run subject, its actions’ and the account’s quota subjects). Each request reads at ' +
-          'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
-          'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
-          'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
-          'subject) is listed in its place as `{seq, subject, corrupt: true, code, error}`, never a 500.',
-        parameters: [
-          parameterRef('ProjectId'),
-          parameterRef('HistoryCursor'),
-          parameterRef('HistoryLimit'),
-          parameterRef('RunIdFilter'),
-          parameterRef('XRequestId'),
-        ],
-        responses: {
-          '200': { description: 'One page of events.', headers: requestIdHeader, content: json(ref('HistoryList')) },
-          '401': responseRef('Unauthorized'),
-          '404': responseRef('AccountNotFound'),
-          '422': responseRef('InvalidQuery'),
-          '500': responseRef('InternalError'),
-        },
-      },
-    },
-    '/api/v1/workspace/kill-switch': {
-      get: {
-        operationId: 'getKillSwitch',
-        tags: ['workspace'],
-        summary: 'Read the workspace kill switch',
-        description: 'Any scope may read it: it explains why actions are queued instead of auto-applied.',
-        parameters: [parameterRef('XRequestId')],
-        responses: {
-          '200': { description: 'The kill switch of the key’s workspace.', headers: requestIdHeader, content: json(ref('KillSwitch')) },
-          '401': responseRef('Unauthorized'),
-          '500': responseRef('InternalError'),
-        },
-      },
-    },
-    '/api/v1/workspace/kill-switch/engage': {
-      post: {
-        operationId: 'engageKillSwitch',
-        tags: ['workspace'],
-        summary: 'Engage the workspace kill switch',
-        'x-required-scope': 'admin',
-        description:
-          'Engaged, no new action is auto-applied (they are queued, with the reason) and the apply worker sends auto-applied actions ' +
-          'that are not live yet back to the queue; actions a person approved are still applied. Engaging an engaged switch changes nothing.',
-        parameters: [parameterRef('XRequestId')],
-        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('KillSwitchRequest')) },
-        responses: {
-          '200': {
-            description: 'The kill switch, engaged.',
-            headers: requestIdHeader,
-            content: json({ allOf: [ref('KillSwitch'), { type: 'object', properties: { engaged: { const: true } } }] }),
-          },
-          '400': responseRef('MalformedJson'),
-          '401': responseRef('Unauthorized'),
-          '403': responseRef('Forbidden'),
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/api/v1/workspace/kill-switch/release': {
-      post: {
-        operationId: 'releaseKillSwitch',
-        tags: ['workspace'],
-        summary: 'Release the workspace kill switch',
-        'x-required-scope': 'admin',
-        description: 'Auto-apply works again for new proposals. Releasing a released switch changes nothing.',
-        parameters: [parameterRef('XRequestId')],
-        requestBody: { required: false, description: 'Optional; no body means `{}`.', content: json(ref('KillSwitchRequest')) },
-        responses: {
-          '200': {
-            description: 'The kill switch, released.',
-            headers: requestIdHeader,
-            content: json({ allOf: [ref('KillSwitch'), { type: 'object', properties: { engaged: { const: false } } }] }),
-          },
-          '400': responseRef('MalformedJson'),
-          '401': responseRef('Unauthorized'),
-          '403': responseRef('Forbidden'),
-          '413': responseRef('PayloadTooLarge'),
-          '415': responseRef('UnsupportedMediaType'),
-          '422': responseRef('ValidationFailed'),
-          '500': responseRef('InternalError'),
-          '503': responseRef('ServiceUnavailable'),
-        },
-      },
-    },
-    '/healthz': {
-      get: {
-        operationId: 'liveness',
-        tags: ['operations'],
-        summary: 'Liveness probe',
-        ...unauthenticated,
-        responses: {
-          '200': {
-            description: 'The process serves requests.',
-            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
-            content: json(ref('Health')),
-          },
-        },
-      },
-    },
-    '/readyz': {
-      get: {
-        operationId: 'readiness',
-        tags: ['operations'],
-        summary: 'Readiness probe',
-        description:
-          'Ready when NATS, PostgreSQL and every projector are fine. Not a problem document: probes read the status, operators the checks. ' +
-          'The per-check `checks` are shown only to a request from loopback or with an admin key (they name internals); everyone else ' +
-          'gets `status` alone. Probes without credentials are never rate limited. Events parked in the projection quarantine ' +
-          'are named in the `projections` detail and do not make the service unready.',
-        ...unauthenticated,
-        responses: {
-          '200': {
-            description: 'Every check passed.',
-            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
-            content: json({ allOf: [ref('Readiness'), { type: 'object', properties: { status: { const: 'ready' } } }] }),
-          },
-          '503': {
-            description: 'At least one check failed or timed out.',
-            headers: { ...requestIdHeader, 'Cache-Control': headerRef('NoStore') },
-            content: json({ allOf: [ref('Readiness'), { type: 'object', properties: { status: { const: 'not_ready' } } }] }),
-          },
-        },
-      },
-    },
-    '/metrics': {
-      get: {
-        operationId: 'metrics',
-        tags: ['operations'],
-        summary: 'Prometheus metrics',
-        description:
-          'The Prometheus text exposition format: requests by route template, runs by outcome, apply results, projector checkpoints, ' +
-          'lag and stalls, and process metrics. Unauthenticated like the probes: it holds no tenant data; expose it only on the internal network.',
-        ...unauthenticated,
-        responses: {
-          '200': {
-            description: 'The current metrics.',
-            headers: requestIdHeader,
-            content: { 'text/plain': { schema: { type: 'string', minLength: 1, description: 'Prometheus text format 0.0.4.' } } },
-          },
-        },
-      },
-    },
-    '/api/v1/openapi.json': {
-      get: {
-        operationId: 'openApiDocument',
-        tags: ['operations'],
-        summary: 'This OpenAPI document',
-        ...unauthenticated,
-        responses: {
-          '200': {
-            description: 'The OpenAPI 3.1 document, with `servers` set to the public base URL.',
-            headers: { ...requestIdHeader, 'Cache-Control': { description: 'Short public caching.', schema: { type: 'string' } } },
-            content: json({
-              type: 'object',
-              required: ['openapi', 'info', 'paths', 'components'],
-              properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' } },
-            }),
-          },
-        },
-      },
-    },
-    '/api/v1/event-signing-keys': {
-      get: {
-        operationId: 'listEventSigningKeys',
-        tags: ['operations'],
-        summary: 'Public keys that sign the event log',
-        description:
-          'The Ed25519 public keys whose signatures readers believe: the current signing key and every retired one still trusted. ' +
-          'No authentication: public keys are public, and an auditor verifying the log (docs/events.md, "Signatures") may hold no API key.',
-        ...unauthenticated,
-        responses: {
-          '200': {
-            description: 'The keys, current first.',
-            headers: { ...requestIdHeader, 'Cache-Control': { description: 'Short public caching.', schema: { type: 'string' } } },
-            content: json({
-              type: 'object',
-              additionalProperties: false,
-              required: ['object', 'data'],
-              properties: {
-                object: { const: 'list' },
-                data: {
-                  type: 'array',
-                  minItems: 1,
-                  items: {
-                    type: 'object',
-                    additionalProperties: false,
-                    required: ['key_id', 'algorithm', 'status', 'activated_at', 'public_key_pem', 'public_key_jwk'],
-                    properties: {
-                      key_id: { type: 'string', pattern: '^[0-9a-f]{16}$', description: 'First 16 hex characters of SHA-256 over the raw 32-byte public key; the `key_id` of the events it signs.' },
-                      algorithm: { const: 'Ed25519' },
-                      status: { enum: ['current', 'retired'] },
-                      activated_at: { type: ['string', 'null'], format: 'date-time', description: 'When the key first signed on this stream; null when not recorded.' },
-                      public_key_pem: { type: 'string', pattern: '^-----BEGIN PUBLIC KEY-----', description: 'SPKI PEM.' },
-                      public_key_jwk: {
-                        type: 'object',
-                        additionalProperties: false,
-                        required: ['kty', 'crv', 'x', 'kid', 'use', 'alg'],
-                        description: 'RFC 8037 OKP JSON Web Key.',
-                        properties: {
-                          kty: { const: 'OKP' },
-                          crv: { const: 'Ed25519' },
-                          x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
-                          kid: { type: 'string' },
-                          use: { const: 'sig' },
-                          alg: { const: 'EdDSA' },
-                        },
-                      },
-                    },
-                  },
-                },
-              },
-            }),
-          },
-        },
-      },
-    },
-  },
   components: {
     securitySchemes: {
       bearerAuth: {
@@ -833,40 +231,12 @@ const baseDocument = {
       },
     },
     parameters: {
-      RunId: {
-        name: 'runId',
-        in: 'path',
-        required: true,
-        description: 'The run id. Anything that is not a run of the key’s workspace (including a non-UUID) answers 404.',
-        schema: { type: 'string' },
-      },
       IdempotencyKey: {
         name: 'Idempotency-Key',
         in: 'header',
         required: false,
-        description: 'Makes a POST retry-safe: 1 to 255 printable ASCII characters, scoped to the API key, remembered 24 hours. Invalid values answer 400.',
+        description: 'Makes a POST retry-safe: 1 to 255 visible ASCII characters (`!` to `~`, no space), scoped to the API key, remembered 24 hours. Invalid values, and a header present but empty, answer 400.',
         schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
-      },
-      ProjectId: {
-        name: 'projectId',
-        in: 'path',
-        required: true,
-        description: 'The account (an `id` from GET /api/v1/accounts). Anything that is not an account of the key’s workspace answers 404.',
-        schema: { type: 'string' },
-      },
-      CampaignId: {
-        name: 'campaignId',
-        in: 'path',
-        required: true,
-        description: 'A campaign `id` from GET /api/v1/accounts/{projectId}/campaigns; anything else (or a removed campaign) answers 404.',
-        schema: { type: 'string' },
-      },
-      ActionId: {
-        name: 'actionId',
-        in: 'path',
-        required: true,
-        description: 'An action `id` (from a run’s `result.actions`, the target endpoint or the approvals list); anything else answers 404.',
-        schema: { type: 'string' },
       },
       LastEventId: {
         name: 'Last-Event-ID',
@@ -874,55 +244,6 @@ const baseDocument = {
         required: false,
         description: 'The `id` of the last event received; the stream resumes after it. Sent by EventSource on reconnect. Other values are ignored.',
         schema: { type: 'string', pattern: '^[0-9]+$' },
-      },
-      LastEventIdQuery: {
-        name: 'last_event_id',
-        in: 'query',
-        required: false,
-        description: 'Same as `Last-Event-ID`, for clients that cannot set headers; the header wins when both are sent.',
-        schema: { type: 'string', pattern: '^[0-9]+$' },
-      },
-      ApprovalStatus: {
-        name: 'status',
-        in: 'query',
-        required: false,
-        description: 'Only actions with this status.',
-        schema: { enum: [...ACTION_STATUSES] },
-      },
-      RunIdFilter: {
-        name: 'run_id',
-        in: 'query',
-        required: false,
-        description: 'Only what belongs to this run (a run id; anything else answers 422).',
-        schema: uuid,
-      },
-      ApprovalsLimit: {
-        name: 'limit',
-        in: 'query',
-        required: false,
-        description: `Page size, 1 to ${APPROVALS_PAGE.max}.`,
-        schema: { type: 'integer', minimum: 1, maximum: APPROVALS_PAGE.max, default: APPROVALS_PAGE.default },
-      },
-      Cursor: {
-        name: 'cursor',
-        in: 'query',
-        required: false,
-        description: 'The `next_cursor` of the previous page.',
-        schema: cursorString,
-      },
-      HistoryLimit: {
-        name: 'limit',
-        in: 'query',
-        required: false,
-        description: `Page size, 1 to ${HISTORY_PAGE.max}.`,
-        schema: { type: 'integer', minimum: 1, maximum: HISTORY_PAGE.max, default: HISTORY_PAGE.default },
-      },
-      HistoryCursor: {
-        name: 'cursor',
-        in: 'query',
-        required: false,
-        description: 'The `next_cursor` of the previous page: events after this stream sequence.',
-        schema: { ...cursorString, default: '0' },
       },
       IfNoneMatch: {
         name: 'If-None-Match',
@@ -1021,13 +342,13 @@ const baseDocument = {
         content: problem(),
       },
       ValidationFailed: {
-        description: 'The body breaks the schema (`validation-error`, with `errors[]`: a JSON pointer into the body per violation).',
+        description: 'The body or the query breaks its schema (`validation-error`, with `errors[]`: per violation a JSON `pointer` into the body, or `/<name>` for a query parameter, and a plain-words `message` saying what to send instead).',
         headers: requestIdHeader,
         content: problem(),
       },
       InvalidQuery: {
         description:
-          'A query parameter is invalid, or its name or value holds U+0000, a C0 control other than tab/newline/carriage return, or an unpaired surrogate (`validation-error`, with `errors[]`: pointer `/<parameter name>` per violation).',
+          'A query parameter is invalid or unknown to the endpoint, or its name or value holds U+0000, a C0 control other than tab/newline/carriage return, or an unpaired surrogate (`validation-error`, with `errors[]`: pointer `/<parameter name>` and a plain-words `message` per violation).',
         headers: requestIdHeader,
         content: problem(),
       },
@@ -1093,7 +414,7 @@ const baseDocument = {
         content: problem(),
       },
       ServiceUnavailable: {
-        description: 'Temporarily unable to decide (e.g. persistent write contention); retry after `Retry-After` seconds.',
+        description: 'The event log or PostgreSQL is not reachable right now, or writers contend for the same resource (`service-unavailable`); retry after `Retry-After` seconds.',
         headers: { ...requestIdHeader, 'Retry-After': headerRef('RetryAfter') },
         content: problem(),
       },
@@ -1116,22 +437,6 @@ const baseDocument = {
       },
     },
     schemas: {
-      CreateRunRequest: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['brief', 'project_id'],
-        properties: {
-          brief: {
-            type: 'string',
-            minLength: 1,
-            maxLength: DEFAULT_BRIEF_MAX_LENGTH,
-            pattern: '\\S',
-            description: 'Plain-English task for the agent; must contain a non-space character; at most BRIEF_MAX_LENGTH characters.',
-          },
-          project_id: { type: 'string', minLength: 1, maxLength: 200, description: 'The account the run works on (an `id` from GET /api/v1/accounts).' },
-          auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply bounded, low-risk changes.' },
-        },
-      },
       RunCreated: {
         type: 'object',
         description: 'The 202 response of POST /api/v1/runs.',
@@ -1437,18 +742,6 @@ const baseDocument = {
         required: ['object', 'data'],
         properties: { object: { const: 'list' }, data: { type: 'array', items: ref('Campaign') } },
       },
-      SetTargetRequest: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['reason'],
-        oneOf: [{ required: ['target_cpa'] }, { required: ['target_roas_pct'] }],
-        properties: {
-          target_cpa: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000, description: 'New target CPA (rounded to cents).' },
-          target_roas_pct: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, description: 'New target ROAS in percent (rounded to 0.1).' },
-          reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S', description: 'Why; shown to approvers.' },
-          auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply it if it is safe.' },
-        },
-      },
       TargetAction: {
         type: 'object',
         additionalProperties: false,
@@ -1503,6 +796,40 @@ const baseDocument = {
           project_id: { type: 'string', minLength: 1 },
           created_at: dateTime,
           updated_at: dateTime,
+          edited: {
+            description:
+              'Null unless an approver edited the action before approving it (approve with an `edit`). Then `summary`, `params`, ' +
+              '`risk_tier` and `policy_reasons` above are the edited version (what is applied), and `original` is the version as proposed.',
+            anyOf: [
+              { type: 'null' },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['at', 'by', 'original'],
+                properties: {
+                  at: dateTime,
+                  by: {
+                    type: 'object',
+                    additionalProperties: false,
+                    required: ['kind', 'id'],
+                    description: 'Who edited it: for an API key, its id.',
+                    properties: { kind: { type: 'string' }, id: { type: 'string' } },
+                  },
+                  original: {
+                    type: 'object',
+                    additionalProperties: false,
+                    required: ['summary', 'params', 'risk_tier', 'policy_reasons'],
+                    properties: {
+                      summary: { type: 'string' },
+                      params: { type: 'object' },
+                      risk_tier: { enum: [...RISK_TIERS] },
+                      policy_reasons: { type: 'array', items: { type: 'string' } },
+                    },
+                  },
+                },
+              },
+            ],
+          },
         },
         allOf: [
           ...ACTION_KINDS.map((kind) => ({
@@ -1518,17 +845,6 @@ const baseDocument = {
         ],
       },
       ApprovalList: pagedList('Approval', 'Pass as `cursor` for the next page; null on the last page.'),
-      ApproveRequest: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { note: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
-      },
-      RejectRequest: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['reason'],
-        properties: { reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S' } },
-      },
       KillSwitch: {
         type: 'object',
         additionalProperties: false,
@@ -1541,11 +857,6 @@ const baseDocument = {
           since: { ...nullableDateTime, description: 'When it was last engaged or released; null if never.' },
         },
         allOf: [{ if: { required: ['engaged'], properties: { engaged: { const: true } } }, then: { properties: { since: dateTime } } }],
-      },
-      KillSwitchRequest: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { reason: { type: 'string', maxLength: TEXT_MAX_LENGTH } },
       },
       HistoryEntry: {
         oneOf: [ref('HistoryEvent'), ref('HistoryCorruptEntry')],
@@ -1640,39 +951,10 @@ const baseDocument = {
       },
     },
   },
-} as const satisfies OpenApiDocument;
+} as const satisfies Omit<OpenApiDocument, 'paths'>;
 
-const RESPONSE_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
-/**
- * Answers every operation can give whatever its route, added in one pass so none is
- * forgotten and nothing is written thirty times:
- * - 429 `rate-limited` (the probes only when called with credentials), and the RateLimit
- *   headers on every response;
- * - 422 on every /api/ operation without one of its own: every /api/ route refuses a query
- *   parameter holding U+0000, a C0 control or an unpaired surrogate (src/http/hostile-text-guard.ts).
- */
-function withCrossCuttingResponses<T>(base: T): T {
-  const document = structuredClone(base) as unknown as {
-    paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown>; $ref?: string }> }>>;
-    components: { headers: Record<string, unknown>; responses: Record<string, { headers?: Record<string, unknown> }> };
-  };
-  const rateLimitHeaders = { RateLimit: headerRef('RateLimit'), 'RateLimit-Policy': headerRef('RateLimitPolicy') };
-  for (const [path, item] of Object.entries(document.paths)) {
-    for (const [method, operation] of Object.entries(item)) {
-      if (!RESPONSE_METHODS.includes(method)) continue;
-      if (path.startsWith('/api/')) operation.responses['422'] ??= responseRef('InvalidQuery');
-      operation.responses['429'] ??= responseRef('RateLimited');
-      for (const response of Object.values(operation.responses)) {
-        if (response.$ref === undefined) response.headers = { ...response.headers, ...rateLimitHeaders };
-      }
-    }
-  }
-  for (const response of Object.values(document.components.responses)) response.headers = { ...response.headers, ...rateLimitHeaders };
-  return document as unknown as T;
-}
-
-export const openApiDocument = withCrossCuttingResponses(baseDocument);
+export const OPENAPI_PATH = '/api/v1/openapi.json';
 
 export interface OpenApiDeployment {
   readonly publicBaseUrl: string;
@@ -1680,16 +962,65 @@ export interface OpenApiDeployment {
   readonly bodyLimitBytes?: number;
 }
 
-/** The document of one deployment: its public origin as the server, its brief limit in the request schema. */
+/** `GET /api/v1/openapi.json`: this document, generated for the deployment once at start. */
+export const openApiDocumentRoute = defineRoute<OpenApiDeployment>()({
+  method: 'get',
+  path: OPENAPI_PATH,
+  operationId: 'openApiDocument',
+  tags: ['operations'],
+  summary: 'This OpenAPI document',
+  description: 'Generated from the service\'s route table: every path, parameter, limit and scope here is the one the routes enforce.',
+  access: 'public',
+  responses: {
+    '200': {
+      description: 'The OpenAPI 3.1 document, with `servers` set to the public base URL.',
+      headers: { ...requestIdHeader, 'Cache-Control': { description: 'Short public caching.', schema: { type: 'string' } } },
+      content: json({
+        type: 'object',
+        required: ['openapi', 'info', 'paths', 'components'],
+        properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' } },
+      }),
+    },
+  },
+  handler: (deployment) => {
+    const body = JSON.stringify(openApiDocumentFor(deployment));
+    return (ctx) => {
+      ctx.set('Cache-Control', 'public, max-age=300');
+      ctx.type = 'application/json';
+      ctx.body = body;
+    };
+  },
+});
+
+/** The routes the document describes: the table, and the document itself. */
+export const DOCUMENTED_ROUTES: readonly RouteDefinition<any>[] = [...ROUTE_TABLE, openApiDocumentRoute];
+
+/**
+ * The document of one deployment: generated from the route table with its limits (brief
+ * length, body size), its public origin as the server.
+ */
 export function openApiDocumentFor(deployment: OpenApiDeployment): OpenApiDocument {
-  const document = structuredClone(openApiDocument) as unknown as {
-    servers: { url: string }[];
-    paths: { '/api/v1/runs': { post: { requestBody: { description: string } } } };
-    components: { schemas: { CreateRunRequest: { properties: { brief: { maxLength: number } } } } };
+  const limits: RouteLimits = {
+    briefMaxLength: deployment.briefMaxLength ?? DEFAULT_LIMITS.briefMaxLength,
+    bodyLimitBytes: deployment.bodyLimitBytes ?? DEFAULT_LIMITS.bodyLimitBytes,
   };
-  document.servers = [{ url: deployment.publicBaseUrl }];
-  document.components.schemas.CreateRunRequest.properties.brief.maxLength = deployment.briefMaxLength ?? DEFAULT_BRIEF_MAX_LENGTH;
-  const bodyLimit = deployment.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  document.paths['/api/v1/runs'].post.requestBody.description = `Unknown members are refused (422). The body is at most ${bodyLimit} bytes (413 beyond).`;
-  return document as unknown as OpenApiDocument;
+  const base = structuredClone(documentWithoutPaths) as unknown as { components: Record<string, Record<string, unknown>> };
+  const responses = Object.fromEntries(Object.entries(base.components.responses!).map(([name, r]) => [name, withRateLimitHeaders(r as Record<string, unknown>)]));
+  return {
+    ...base,
+    servers: [{ url: deployment.publicBaseUrl }],
+    paths: pathsOf(DOCUMENTED_ROUTES, limits),
+    components: {
+      ...base.components,
+      parameters: { ...pathParameterComponentsOf(DOCUMENTED_ROUTES), ...base.components.parameters },
+      responses,
+      schemas: { ...base.components.schemas, ...requestSchemasOf(DOCUMENTED_ROUTES, limits) },
+    },
+  } as unknown as OpenApiDocument;
 }
+
+/** The document with the default limits, as the tests and tools read it without a deployment. */
+export const openApiDocument: OpenApiDocument = {
+  ...openApiDocumentFor({ publicBaseUrl: 'http://localhost:8080' }),
+  servers: [{ url: 'http://localhost:8080', description: 'Replaced by PUBLIC_BASE_URL when served.' }],
+} as OpenApiDocument;

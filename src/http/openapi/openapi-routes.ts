@@ -1,19 +1,11 @@
-import Router from '@koa/router';
+import type { Router } from '@koa/router';
 import type { Config } from '../../config/config.ts';
-import { openApiDocumentFor } from './openapi-document.ts';
+import { mountRoutes } from '../route-table/mount-routes.ts';
+import { OPENAPI_PATH, openApiDocumentRoute } from './openapi-document.ts';
 
-export const OPENAPI_PATH = '/api/v1/openapi.json';
+export { OPENAPI_PATH };
 
 /** `GET /api/v1/openapi.json`, without authentication: the API's description with `servers` set to PUBLIC_BASE_URL. */
 export function openApiRouter(config: Pick<Config, 'publicBaseUrl' | 'briefMaxLength' | 'bodyLimitBytes'>): Router {
-  const router = new Router();
-  const body = JSON.stringify(
-    openApiDocumentFor({ publicBaseUrl: config.publicBaseUrl, briefMaxLength: config.briefMaxLength, bodyLimitBytes: config.bodyLimitBytes }),
-  );
-  router.get(OPENAPI_PATH, (ctx) => {
-    ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.type = 'application/json';
-    ctx.body = body;
-  });
-  return router;
+  return mountRoutes([openApiDocumentRoute], config, {});
 }

@@ -37,11 +37,19 @@ export class WorkspaceQuotas {
   /** Runs this process admitted in the last hour, per workspace, oldest first. */
   private readonly admitted = new Map<string, Admission[]>();
 
+  private readonly db: Kysely<Database>;
+  private readonly limits: WorkspaceQuotaLimits;
+  private readonly now: () => Date;
+
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly limits: WorkspaceQuotaLimits,
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+    db: Kysely<Database>,
+    limits: WorkspaceQuotaLimits,
+    now: () => Date = () => new Date(),
+  ) {
+    this.db = db;
+    this.limits = limits;
+    this.now = now;
+  }
 
   /**
    * Runs `queue` if the workspace is within its quotas; `runId` is the run it will queue.

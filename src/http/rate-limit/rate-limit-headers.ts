@@ -16,7 +16,19 @@ export function policyWindowSeconds(policy: BucketPolicy): number {
 
 export function rateLimitHeaders(policy: BucketPolicy, decision: BucketDecision): Record<string, string> {
   return {
-    [RATE_LIMIT_POLICY_HEADER]: `"${policy.name}";q=${policy.burst};w=${policyWindowSeconds(policy)}`,
+    [RATE_LIMIT_POLICY_HEADER]: policyHeaderValue(policy),
     [RATE_LIMIT_HEADER]: `"${policy.name}";r=${decision.remaining};t=${decision.resetSeconds}`,
   };
+}
+
+/** A policy's header never changes: built once per policy object, not per request. */
+const policyValues = new WeakMap<BucketPolicy, string>();
+
+function policyHeaderValue(policy: BucketPolicy): string {
+  let value = policyValues.get(policy);
+  if (value === undefined) {
+    value = `"${policy.name}";q=${policy.burst};w=${policyWindowSeconds(policy)}`;
+    policyValues.set(policy, value);
+  }
+  return value;
 }

@@ -32,11 +32,19 @@ interface Bucket {
 export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
 
+  private readonly policy: BucketPolicy;
+  private readonly maxSubjects: number;
+  private readonly now: () => number;
+
   constructor(
-    private readonly policy: BucketPolicy,
-    private readonly maxSubjects = 100_000,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    policy: BucketPolicy,
+    maxSubjects: number = 100_000,
+    now: () => number = () => performance.now(),
+  ) {
+    this.policy = policy;
+    this.maxSubjects = maxSubjects;
+    this.now = now;
+  }
 
   take(subject: string): BucketDecision {
     const { ratePerSecond, burst } = this.policy;

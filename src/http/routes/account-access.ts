@@ -4,6 +4,8 @@ import type { Principal } from '../../auth/scopes.ts';
 import type { PlatformAccountRef } from '../../platform/ads-platform.ts';
 import { AccountNotConnectedError } from '../../platform/platform-errors.ts';
 import { isIdToken, type ApiContext } from './api-context.ts';
+import { loadAccount } from '../../../commands/queries.ts';
+import { platformAccountOf } from '../../../commands/account/platform-account.ts';
 
 /**
  * The account a path names, if it belongs to the caller's workspace. Read from the event
@@ -12,14 +14,15 @@ import { isIdToken, type ApiContext } from './api-context.ts';
  */
 export async function accountOf(api: ApiContext, principal: Principal, accountId: string): Promise<AccountState> {
   if (!isIdToken(accountId)) throw new AccountNotFoundError(accountId);
-  const { writeModel } = api;
-  const loaded = await writeModel.accounts.load(writeModel.accountSubject(principal.workspaceId, accountId));
+  const { aggregates } = api;
+  const loaded = await loadAccount(aggregates, principal.workspaceId, accountId);
   if (!loaded.state.exists || loaded.state.workspaceId !== principal.workspaceId) throw new AccountNotFoundError(accountId);
   return loaded.state;
 }
 
 /** The account as the platform port needs it. @throws AccountNotConnectedError */
 export function connectedAccount(accountId: string, state: AccountState): PlatformAccountRef {
-  if (state.platform === null || state.platform === 'none') throw new AccountNotConnectedError(accountId);
-  return { accountId, name: state.name, platform: state.platform, sandboxSeed: state.sandboxSeed, googleAds: state.googleAds };
+  const ref = platformAccountOf(accountId, state);
+  if (!ref) throw new AccountNotConnectedError(accountId);
+  return ref;
 }

@@ -1,19 +1,29 @@
-import Router from '@koa/router';
+import type { Router } from '@koa/router';
 import type { Context } from 'koa';
-import { ActionNotFoundError } from '../../../commands/action/action-lifecycle.ts';
+import { ActionNotFoundError, ActionNotInQueueError } from '../../../commands/action/action-lifecycle.ts';
+import type { ActionEdit } from '../../../commands/action/action-edit.ts';
+import { platformAccountOf } from '../../../commands/account/platform-account.ts';
+import { loadAccount, loadAction } from '../../../commands/queries.ts';
+import { ApprovalsAppliedChangeLookup } from '../../../projections/approvals/applied-change-lookup.ts';
+import { MATCH_TYPES } from '../../platform/ads-platform.ts';
+import { AccountNotConnectedError } from '../../platform/platform-errors.ts';
+import { EditReview } from '../../policy/edit-review.ts';
 import type { CommandMeta } from '../../../commands/shared/new-event.ts';
-import { ACTION_STATUSES } from '../../../commands/action/action-state.ts';
-import { lastSeqOf } from '../../../commands/write-model.ts';
+import { ACTION_STATUSES, AWAITING_APPROVAL } from '../../../commands/action/action-state.ts';
+import { lastSeqOf } from '../../../commands/shared/handle.ts';
+import { actionDecider } from '../../../commands/action/action-decider.ts';
+import { approveAction } from '../../../commands/action/approve-action.ts';
 import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
-import { findApproval, listApprovals, toApprovalRepresentation, type ApprovalRow } from '../../../projections/approvals/approval-view.ts';
-import { authenticate, principalOf } from '../../auth/authenticate.ts';
-import { requireScope, type Principal } from '../../auth/scopes.ts';
-import { ValidationError, type InvalidParam } from '../../errors/common-errors.ts';
-import { integerQueryParam } from '../query-params.ts';
-import { bodyValidator } from '../request-validation.ts';
+import { findApproval, listApprovals, type ApprovalRow } from '../../../projections/approvals/approval-view.ts';
+import type { Principal } from '../../auth/scopes.ts';
+import { json, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
+import { toApprovalRepresentation } from '../representations/action-representation.ts';
+import { mountRoutes } from '../route-table/mount-routes.ts';
+import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
 import { accountOf } from './account-access.ts';
-import { isUuid, type ApiContext } from './api-context.ts';
-import { readOptionalJsonBody } from './optional-json-body.ts';
+import type { ApiContext } from './api-context.ts';
+import { ACTION_ID, PROJECT_ID } from './path-parameters.ts';
+import { CURSOR_MESSAGES, cursorParameter, pageSizeParameter, RUN_ID_FILTER } from './query-parameters.ts';
 
 interface OnAction {
   readonly workspaceId: string;
@@ -22,103 +32,216 @@ interface OnAction {
   readonly meta: CommandMeta;
 }
 
-const DEFAULT_PAGE = 50;
-const MAX_PAGE = 200;
+const APPROVALS_PAGE = { default: 50, max: 200 } as const;
 
-/**
- * The approvals view of an account, and the two ways a person acts on a queued action.
- * Approve and reject need write scope; listing needs read scope.
- */
-export function approvalsRouter(api: ApiContext): Router {
-  const router = new Router();
-  const auth = authenticate(api.keys);
-  const validateApprove = bodyValidator<{ note?: string }>({
-    type: 'object',
-    additionalProperties: false,
-    properties: { note: { type: 'string', maxLength: 2000 } },
-  });
-  const validateReject = bodyValidator<{ reason: string }>({
-    type: 'object',
-    additionalProperties: false,
-    required: ['reason'],
-    properties: { reason: { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' } },
-  });
+const route = defineRoute<ApiContext>();
 
-  /** An action of the account, waiting for the read side when it is not there yet. */
-  const locateAction = async (principal: Principal, accountId: string, actionId: string): Promise<ApprovalRow> => {
-    if (!isUuid(actionId)) throw new ActionNotFoundError(actionId);
-    const found = await findApproval(api.db, principal.workspaceId, accountId, actionId);
-    if (found) return found;
-    await api.barrier.catchUp(APPROVALS_PROJECTION);
-    const caughtUp = await findApproval(api.db, principal.workspaceId, accountId, actionId);
-    if (!caughtUp) throw new ActionNotFoundError(actionId);
-    return caughtUp;
-  };
+interface ApprovalsQuery {
+  status?: string;
+  run_id?: string;
+  limit?: number;
+  cursor?: number;
+}
 
-  const respondWithAction = async (ctx: Context, principal: Principal, accountId: string, actionId: string, seq: number | null) => {
-    if (seq !== null) await api.barrier.reach(APPROVALS_PROJECTION, seq);
-    const row = await findApproval(api.db, principal.workspaceId, accountId, actionId);
-    ctx.body = toApprovalRepresentation(row!, api.config.publicBaseUrl);
-  };
-
-  router.get('/api/v1/accounts/:projectId/approvals', auth, async (ctx) => {
-    const principal = principalOf(ctx);
-    const accountId = ctx.params.projectId!;
+export const listApprovalsRoute = route<ApprovalsQuery>({
+  method: 'get',
+  path: '/api/v1/accounts/{projectId}/approvals',
+  operationId: 'listApprovals',
+  tags: ['approvals'],
+  summary: 'List the actions of an account with their status',
+  description:
+    'Every action proposed on the account (by runs or the target endpoint), oldest first, with where it stands now. Paginated: ' +
+    'pass `next_cursor` as `cursor` for the next page; it is null on the last page.',
+  access: 'read',
+  backedBy: ['event-log', 'database'],
+  pathParameters: { projectId: PROJECT_ID },
+  query: {
+    status: { description: 'Only actions with this status.', schema: { enum: [...ACTION_STATUSES] } },
+    run_id: RUN_ID_FILTER,
+    limit: pageSizeParameter(APPROVALS_PAGE),
+    cursor: cursorParameter('The `next_cursor` of the previous page.'),
+  },
+  queryMessages: CURSOR_MESSAGES,
+  responses: {
+    '200': { description: 'One page of actions.', headers: requestIdHeader, content: json(ref('ApprovalList')) },
+    '404': responseRef('AccountNotFound'),
+  },
+  handler: (api) => async (ctx, { principal, params, query }) => {
+    const accountId = params.projectId!;
     await accountOf(api, principal, accountId);
-    const { status, run_id: runId, cursor } = ctx.query;
-    const errors: InvalidParam[] = [];
-    if (status !== undefined && !ACTION_STATUSES.includes(status as never)) {
-      errors.push({ pointer: '/status', message: `must be one of ${ACTION_STATUSES.join(', ')}` });
-    }
-    if (runId !== undefined && (typeof runId !== 'string' || !isUuid(runId))) errors.push({ pointer: '/run_id', message: 'must be a run id' });
-    const pageSize = integerQueryParam(ctx.query, 'limit', { min: 1, max: MAX_PAGE, fallback: DEFAULT_PAGE }, errors);
-    const afterSeq = cursor === undefined
-      ? undefined
-      : integerQueryParam(ctx.query, 'cursor', { min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 }, errors, 'must be a cursor from a previous page');
-    if (errors.length > 0) throw new ValidationError('Invalid query parameters.', errors);
     await api.barrier.catchUp(APPROVALS_PROJECTION);
     const page = await listApprovals(api.db, principal.workspaceId, accountId, {
-      status: status as string | undefined,
-      runId: runId as string | undefined,
-      afterSeq,
-      limit: pageSize,
+      status: query.status,
+      runId: query.run_id,
+      afterSeq: query.cursor,
+      limit: query.limit ?? APPROVALS_PAGE.default,
     });
     ctx.body = {
       object: 'list',
       data: page.rows.map((row) => toApprovalRepresentation(row, api.config.publicBaseUrl)),
       next_cursor: page.next === null ? null : String(page.next),
     };
-  });
+  },
+});
 
-  /** Approve and reject differ only in their body and their command. */
-  const decision =
-    <B>(validate: (body: unknown) => B, decide: (target: OnAction, body: B) => Promise<{ appended: readonly { seq: number }[] }>) =>
-    async (ctx: Context) => {
-      const principal = principalOf(ctx);
-      requireScope(principal, 'write');
-      const accountId = ctx.params.projectId!;
-      await accountOf(api, principal, accountId);
-      const body = validate(await readOptionalJsonBody(ctx, api.config.bodyLimitBytes));
-      const action = await locateAction(principal, accountId, ctx.params.actionId!);
-      const target: OnAction = {
-        workspaceId: principal.workspaceId,
-        accountId,
-        actionId: action.id,
-        meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
-      };
-      await respondWithAction(ctx, principal, accountId, action.id, lastSeqOf(await decide(target, body)));
-    };
-
-  router.post(
-    '/api/v1/accounts/:projectId/approvals/:actionId/approve',
-    auth,
-    decision(validateApprove, (target, body) => api.writeModel.approveAction({ ...target, note: body.note ?? '' })),
-  );
-  router.post(
-    '/api/v1/accounts/:projectId/approvals/:actionId/reject',
-    auth,
-    decision(validateReject, (target, body) => api.writeModel.rejectAction({ ...target, reason: body.reason })),
-  );
-
-  return router;
+/** An action of the account, waiting for the read side when it is not there yet. */
+async function locateAction(api: ApiContext, principal: Principal, accountId: string, actionId: string): Promise<ApprovalRow> {
+  const found = await findApproval(api.db, principal.workspaceId, accountId, actionId);
+  if (found) return found;
+  await api.barrier.catchUp(APPROVALS_PROJECTION);
+  const caughtUp = await findApproval(api.db, principal.workspaceId, accountId, actionId);
+  if (!caughtUp) throw new ActionNotFoundError(actionId);
+  return caughtUp;
 }
+
+async function respondWithAction(api: ApiContext, ctx: Context, principal: Principal, accountId: string, actionId: string, seq: number | null): Promise<void> {
+  if (seq !== null) await api.barrier.reach(APPROVALS_PROJECTION, seq);
+  const row = await findApproval(api.db, principal.workspaceId, accountId, actionId);
+  ctx.body = toApprovalRepresentation(row!, api.config.publicBaseUrl);
+}
+
+/** Approve and reject differ only in their body and their command. */
+const decision =
+  <B>(decide: (api: ApiContext, target: OnAction, body: B) => Promise<{ appended: readonly { seq: number }[] }>) =>
+  (api: ApiContext) =>
+  async (ctx: Context, request: { principal: Principal; params: Readonly<Record<string, string>>; body: () => Promise<B> }) => {
+    const { principal, params } = request;
+    const accountId = params.projectId!;
+    await accountOf(api, principal, accountId);
+    const body = await request.body();
+    const action = await locateAction(api, principal, accountId, params.actionId!);
+    const target: OnAction = {
+      workspaceId: principal.workspaceId,
+      accountId,
+      actionId: action.id,
+      meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
+    };
+    await respondWithAction(api, ctx, principal, accountId, action.id, lastSeqOf(await decide(api, target, body)));
+  };
+
+/** What approve and reject have in common in the document. */
+const decisionResponses = (done: string) => ({
+  '200': { description: `The ${done} action.`, headers: requestIdHeader, content: json(ref('Approval')) },
+  '404': responseRef('ActionNotFound'),
+  '409': responseRef('ActionNotInQueue'),
+});
+
+const positiveValue = (what: string) => ({ type: 'number', exclusiveMinimum: 0, description: `The new ${what} (replaces the proposed one).` });
+
+/** The body's `edit`: one params field of the action's kind, replaced. Which field fits the kind is checked against the action. */
+const EDIT_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  maxProperties: 1,
+  description:
+    'Optional: change the action before approving it, in the same request. Send exactly one field, the one of the action\'s kind: ' +
+    '`keywords` for `add_negative_keywords` (a subset of the proposed keywords, each with its match type: drop keywords or change a match type; ' +
+    'a keyword that was not proposed is refused), `daily_budget` for `set_campaign_budget`, `target_cpa` for `set_target_cpa`, ' +
+    '`target_roas_pct` for `set_target_roas`. The edited action is classified again by the policy (its new risk tier and reasons are ' +
+    'recorded; a version the policy blocks is refused with 422), and the edit is recorded as ActionEdited with both versions.',
+  properties: {
+    keywords: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 50,
+      description: 'The proposed negative keywords to keep, each with the match type to apply.',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['text', 'match_type'],
+        properties: { text: { type: 'string', minLength: 1, maxLength: 80 }, match_type: { enum: [...MATCH_TYPES] } },
+      },
+    },
+    daily_budget: positiveValue('daily budget, in the account\'s currency'),
+    target_cpa: positiveValue('target CPA, in the account\'s currency'),
+    target_roas_pct: positiveValue('target ROAS, in percent'),
+  },
+} as const;
+
+interface ApproveBody {
+  note?: string;
+  edit?: ActionEdit;
+}
+
+/** Approves, first putting the approver's edit (if any) through the policy again. */
+async function approveWithEdit(api: ApiContext, target: OnAction, body: ApproveBody) {
+  if (!body.edit) return approveAction(api.commands, { ...target, note: body.note ?? '' });
+  const action = (await loadAction(api.aggregates, target.workspaceId, target.accountId, target.actionId)).state;
+  // An action that left the queue answers 409 whatever the edit says (the decider checks again on append).
+  if (!AWAITING_APPROVAL.includes(action.status as never)) throw new ActionNotInQueueError(target.actionId, action.status);
+  const account = platformAccountOf(target.accountId, (await loadAccount(api.aggregates, target.workspaceId, target.accountId)).state);
+  if (!account) throw new AccountNotConnectedError(target.accountId);
+  const review = new EditReview(api.platform, api.aggregates, new ApprovalsAppliedChangeLookup(api.db));
+  const reviewed = await review.review({ ...target, action, account, edit: body.edit });
+  return approveAction(api.commands, { ...target, note: body.note ?? '', edit: reviewed });
+}
+
+export const approveActionRoute = route<Record<string, never>, ApproveBody>({
+  method: 'post',
+  path: '/api/v1/accounts/{projectId}/approvals/{actionId}/approve',
+  operationId: 'approveAction',
+  tags: ['approvals'],
+  summary: 'Approve a queued action, optionally edited first',
+  description:
+    'Only an action that is `queued` or `returned` can be approved; the apply worker then applies it. Anything else answers 409 ' +
+    '`action-not-in-queue` (of two concurrent approvals, one wins). The response is the action as the approvals list shows it. ' +
+    'When the workspace requires a distinct approver (`adsagent workspace set WS --require-distinct-approver on`), the key that ' +
+    'proposed the action, or started the run that proposed it, answers 403 `distinct-approver-required`. ' +
+    'With an `edit`, the action is changed and approved in one step (ActionEdited then ActionApproved): what is approved is exactly what is applied. ' +
+    'An edit that adds a keyword, names a field of another kind, or that the policy blocks answers 422 `validation-error` saying what to send instead.',
+  access: 'write',
+  backedBy: ['event-log', 'database', 'platform'],
+  pathParameters: { projectId: PROJECT_ID, actionId: ACTION_ID },
+  body: {
+    component: 'ApproveRequest',
+    required: false,
+    description: 'Optional; no body means `{}`.',
+    schema: { type: 'object', additionalProperties: false, properties: { note: { type: 'string', maxLength: TEXT_MAX_LENGTH }, edit: EDIT_SCHEMA } },
+    messages: {
+      '/edit': {
+        minProperties: 'must name the one field to change: `keywords`, `daily_budget`, `target_cpa` or `target_roas_pct` (the one of the action\'s kind)',
+        maxProperties: 'must change exactly one field, the one of the action\'s kind',
+      },
+    },
+  },
+  responses: { ...decisionResponses('approved'), '403': responseRef('ApproveForbidden') },
+  handler: decision(approveWithEdit),
+});
+
+export const rejectActionRoute = route<Record<string, never>, { reason: string }>({
+  method: 'post',
+  path: '/api/v1/accounts/{projectId}/approvals/{actionId}/reject',
+  operationId: 'rejectAction',
+  tags: ['approvals'],
+  summary: 'Reject a queued action',
+  description: 'Same rules as approve: only from `queued` or `returned`, otherwise 409 `action-not-in-queue`. A reason is required.',
+  access: 'write',
+  backedBy: ['event-log', 'database'],
+  pathParameters: { projectId: PROJECT_ID, actionId: ACTION_ID },
+  body: {
+    component: 'RejectRequest',
+    required: true,
+    // No body is `{}`, so the answer names the missing reason (422) instead of calling an absent body malformed.
+    absentIsEmptyObject: true,
+    schema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['reason'],
+      properties: { reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S' } },
+    },
+  },
+  responses: decisionResponses('rejected'),
+  handler: decision((api, target, body: { reason: string }) => api.commands.handle(actionDecider, { type: 'RejectAction', ...target, reason: body.reason })),
+});
+
+export const APPROVAL_ROUTES: readonly RouteDefinition<ApiContext>[] = [listApprovalsRoute, approveActionRoute, rejectActionRoute];
+
+/**
+ * The approvals view of an account, and the two ways a person acts on a queued action.
+ * Approve and reject need write scope; listing needs read scope.
+ */
+export function approvalsRouter(api: ApiContext): Router {
+  return mountRoutes(APPROVAL_ROUTES, api, { limits: api.config, keys: api.keys });
+}
+

@@ -1,19 +1,21 @@
-import Router from '@koa/router';
+import type { Router } from '@koa/router';
 import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
-import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import type { Principal } from '../../auth/scopes.ts';
-import { ValidationError, type InvalidParam } from '../../errors/common-errors.ts';
-import { integerQueryParam } from '../query-params.ts';
+import { json, ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
+import { mountRoutes } from '../route-table/mount-routes.ts';
+import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
 import { admitRawEvent } from '../../events/admit-raw-event.ts';
 import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { accountOf } from './account-access.ts';
-import { isUuid, type ApiContext } from './api-context.ts';
+import type { ApiContext } from './api-context.ts';
 import { mergeBySequence } from './history-scan.ts';
+import { PROJECT_ID } from './path-parameters.ts';
+import { CURSOR_MESSAGES, cursorParameter, pageSizeParameter, RUN_ID_FILTER } from './query-parameters.ts';
+import { streams } from '../../event-store/subjects.ts';
 
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 500;
+const HISTORY_PAGE = { default: 100, max: 500 } as const;
 
 /** A stored message that is not a trustworthy event: shown with its place, never its content. */
 interface CorruptEntry {
@@ -24,6 +26,51 @@ interface CorruptEntry {
   readonly code: string;
   readonly error: string;
 }
+
+interface HistoryQuery {
+  run_id?: string;
+  limit: number;
+  cursor: number;
+}
+
+export const listHistoryRoute = defineRoute<ApiContext>()<HistoryQuery>({
+  method: 'get',
+  path: '/api/v1/accounts/{projectId}/history',
+  operationId: 'listHistory',
+  tags: ['history'],
+  summary: 'Read the event history of an account',
+  description:
+    'Every event of the account, read from the event log itself in stream order: the event envelope (docs/events.md) plus its ' +
+    'stream sequence `seq`; `ToolCalled` events carry the tool’s full output. `next_cursor` is the `seq` to pass as `cursor` for ' +
+    'the next page (null on the last); `run_id` keeps the events correlated with one run and reads only that run’s own subjects ' +
+    '(its account subject while it was live, its run subject, its actions’ and the account’s quota subjects). Each request reads at ' +
+    'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
+    'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
+    'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
+    'subject) is listed in its place as `{seq, subject, corrupt: true, code, error}`, never a 500.',
+  access: 'read',
+  backedBy: ['event-log', 'database'],
+  pathParameters: { projectId: PROJECT_ID },
+  query: {
+    cursor: { ...cursorParameter('The `next_cursor` of the previous page: events after this stream sequence.'), schema: { ...cursorParameter('').schema, default: 0 } },
+    limit: pageSizeParameter(HISTORY_PAGE),
+    run_id: RUN_ID_FILTER,
+  },
+  queryMessages: CURSOR_MESSAGES,
+  responses: {
+    '200': { description: 'One page of events.', headers: requestIdHeader, content: json(ref('HistoryList')) },
+    '404': responseRef('AccountNotFound'),
+  },
+  handler: (api) => async (ctx, { principal, params, query }) => {
+    const accountId = params.projectId!;
+    await accountOf(api, principal, accountId);
+    const runId = query.run_id;
+    const source = runId === undefined ? accountSource(api, principal, accountId, query.cursor) : await runSource(api, principal, accountId, runId, query.cursor);
+    ctx.body = source === null ? { object: 'list', data: [], next_cursor: null } : await readPage(api, source, query.limit, runId);
+  },
+});
+
+export const HISTORY_ROUTES: readonly RouteDefinition<ApiContext>[] = [listHistoryRoute];
 
 /**
  * GET /api/v1/accounts/{projectId}/history: every event of the account, in stream order,
@@ -36,26 +83,11 @@ interface CorruptEntry {
  * schema or does not match its subject is listed as `{seq, subject, corrupt: true, error}`.
  */
 export function historyRouter(api: ApiContext): Router {
-  const router = new Router();
-  router.get('/api/v1/accounts/:projectId/history', authenticate(api.keys), async (ctx) => {
-    const principal = principalOf(ctx);
-    const accountId = ctx.params.projectId!;
-    await accountOf(api, principal, accountId);
-    const runId = ctx.query.run_id;
-    const errors: InvalidParam[] = [];
-    const pageSize = integerQueryParam(ctx.query, 'limit', { min: 1, max: MAX_PAGE, fallback: DEFAULT_PAGE }, errors);
-    const after = integerQueryParam(ctx.query, 'cursor', { min: 0, max: Number.MAX_SAFE_INTEGER, fallback: 0 }, errors, 'must be a cursor from a previous page');
-    if (runId !== undefined && (typeof runId !== 'string' || !isUuid(runId))) errors.push({ pointer: '/run_id', message: 'must be a run id' });
-    if (errors.length > 0) throw new ValidationError('Invalid query parameters.', errors);
-
-    const source = runId === undefined ? accountSource(api, principal, accountId, after) : await runSource(api, principal, accountId, runId as string, after);
-    ctx.body = source === null ? { object: 'list', data: [], next_cursor: null } : await readPage(api, source, pageSize, runId as string | undefined);
-  });
-  return router;
+  return mountRoutes(HISTORY_ROUTES, api, { limits: api.config, keys: api.keys });
 }
 
 function accountSource(api: ApiContext, principal: Principal, accountId: string, after: number): AsyncGenerator<RawStoredMessage> {
-  return api.writeModel.store.readRaw(api.writeModel.subjects.filter(principal.workspaceId, accountId, '*'), after + 1);
+  return api.store.readRaw(api.subjects.filter(principal.workspaceId, accountId, '*'), after + 1);
 }
 
 /**
@@ -73,23 +105,23 @@ async function runSource(api: ApiContext, principal: Principal, accountId: strin
     run = await findRun(api.db, principal.workspaceId, runId);
     action = run ? undefined : await findRunlessAction(api, principal, accountId, runId);
   }
-  const { writeModel } = api;
+  const { store, subjects } = api;
   // An action proposed outside a run (the target endpoint) correlates its events with its own id.
-  if (action) return writeModel.store.readRaw(writeModel.actionSubject(principal.workspaceId, accountId, action.id), Math.max(after + 1, Number(action.proposed_seq)));
+  if (action) return store.readRaw(subjects.forAggregate(streams.action(principal.workspaceId, accountId, action.id)), Math.max(after + 1, Number(action.proposed_seq)));
   if (!run || run.account_id !== accountId) return null;
   const from = Math.max(after + 1, Number(run.queued_seq));
   const terminal = isTerminal(run.status);
   const sources = [
-    writeModel.store.readRaw(writeModel.accountSubject(principal.workspaceId, accountId), from, terminal ? Number(run.last_seq) : undefined),
-    writeModel.store.readRaw(writeModel.runSubject(principal.workspaceId, accountId, runId), from),
-    writeModel.store.readRaw(writeModel.subjects.filter(principal.workspaceId, accountId, 'quota'), from),
+    store.readRaw(subjects.forAggregate(streams.account(principal.workspaceId, accountId)), from, terminal ? Number(run.last_seq) : undefined),
+    store.readRaw(subjects.forAggregate(streams.run(principal.workspaceId, accountId, runId)), from),
+    store.readRaw(subjects.filter(principal.workspaceId, accountId, 'quota'), from),
   ];
   if (terminal) {
     // The read model has applied the run's end, so it knows every action the run proposed.
     const actions = await api.db.selectFrom('run_actions').select('id').where('run_id', '=', runId).execute();
-    for (const { id } of actions) sources.push(writeModel.store.readRaw(writeModel.actionSubject(principal.workspaceId, accountId, id), from));
+    for (const { id } of actions) sources.push(store.readRaw(subjects.forAggregate(streams.action(principal.workspaceId, accountId, id)), from));
   } else {
-    sources.push(writeModel.store.readRaw(writeModel.subjects.filter(principal.workspaceId, accountId, 'action'), from));
+    sources.push(store.readRaw(subjects.filter(principal.workspaceId, accountId, 'action'), from));
   }
   return mergeBySequence(sources);
 }
@@ -120,7 +152,7 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
         break;
       }
       scanned++;
-      const admitted = admitRawEvent(api.writeModel.store.admission, raw);
+      const admitted = admitRawEvent(api.store.admission, raw);
       let entry: Record<string, unknown> | CorruptEntry;
       if (admitted.kind === 'corrupt') {
         entry = { seq: admitted.seq, subject: admitted.subject, corrupt: true, code: admitted.code, error: admitted.error };

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '../../events/catalogue/index.ts';
-import { approvalsUrl } from '../../policy/proposal-service.ts';
+import { toActionRepresentation } from '../representations/action-representation.ts';
 
 /** SSE event names, one per run milestone; `data` is JSON. */
 export const RUN_STREAM_EVENTS = ['queued', 'started', 'tool_called', 'action_proposed', 'succeeded', 'failed', 'canceled'] as const;
@@ -35,15 +35,7 @@ export function toRunStreamMessage(event: DomainEvent, runId: string, publicBase
         name: 'action_proposed',
         data: {
           ...common,
-          action: {
-            id: event.data.action_id,
-            kind: event.data.kind,
-            summary: event.data.summary,
-            risk_tier: event.data.risk_tier,
-            disposition: event.data.disposition,
-            policy_reasons: event.data.policy_reasons,
-            approvals_url: approvalsUrl(publicBaseUrl, event.account_id!),
-          },
+          action: toActionRepresentation({ ...event.data, id: event.data.action_id }, event.account_id!, publicBaseUrl),
         },
         terminal: false,
       };

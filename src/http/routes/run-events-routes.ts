@@ -1,12 +1,15 @@
-import Router from '@koa/router';
+import type { Router } from '@koa/router';
 import { PassThrough } from 'node:stream';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
-import { authenticate, principalOf } from '../../auth/authenticate.ts';
 import { admitRawEvent } from '../../events/admit-raw-event.ts';
-import { isUuid, type ApiContext } from './api-context.ts';
-import { toRunStreamMessage } from './run-event-stream.ts';
+import { ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
+import { mountRoutes } from '../route-table/mount-routes.ts';
+import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
+import type { ApiContext } from './api-context.ts';
+import { RUN_ID } from './path-parameters.ts';
+import { RUN_STREAM_EVENTS, toRunStreamMessage } from './run-event-stream.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
 
 const HEARTBEAT_MS = 15_000;
@@ -23,6 +26,160 @@ const END_REASONS = {
 } as const;
 type EndReason = keyof typeof END_REASONS;
 
+interface StreamDeps {
+  readonly api: ApiContext;
+  readonly shutdown: AbortSignal;
+}
+
+export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: string }>({
+  method: 'get',
+  path: '/api/v1/runs/{runId}/events',
+  operationId: 'streamRunEvents',
+  tags: ['runs'],
+  summary: 'Follow a run as Server-Sent Events',
+  description:
+    'The run’s milestones as Server-Sent Events, for clients that would rather not poll. Event names: ' +
+    `${RUN_STREAM_EVENTS.map((name) => `\`${name}\``).join(', ')}. The stream opens with \`retry: ${RETRY_MS}\`, then sends, in order, ` +
+    '`queued`, `started`, one `tool_called` per tool call, one `action_proposed` per action, and exactly one terminal event ' +
+    '(`succeeded`, `failed` or `canceled`), after which the server closes the stream. Each event’s `id` is its stream sequence and its `data` is JSON ' +
+    '(schemas `RunStream…Data`; `data.seq` repeats the `id`); comments (`: keep-alive`) are sent every 15 s. A reconnect with ' +
+    '`Last-Event-ID` (or `?last_event_id=`, for clients that cannot set headers) resumes exactly after that event; a reconnect ' +
+    'after the terminal event answers 204, which tells EventSource to stop. A run of another workspace is indistinguishable ' +
+    'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
+    '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
+    `\`retry: ${LIFETIME_RETRY_MS}\`, and the client resumes with \`Last-Event-ID\`; a stream whose key is revoked ends within \`SSE_KEY_RECHECK_MS\` ` +
+    '(a reconnect then answers 401). A stored message that is not a trustworthy event is skipped with a comment and an `id:` line.',
+  access: 'read',
+  backedBy: ['event-log', 'database'],
+  pathParameters: { runId: RUN_ID },
+  headers: ['LastEventId'],
+  query: {
+    last_event_id: {
+      description: 'Same as `Last-Event-ID`, for clients that cannot set headers; the header wins when both are sent.',
+      schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
+    },
+  },
+  queryMessages: { '/last_event_id': { pattern: 'must be the `id` of an event received on this stream (decimal digits)' } },
+  responses: {
+    '200': {
+      description: 'The event stream; it ends after the run’s terminal event.',
+      headers: {
+        ...requestIdHeader,
+        'Cache-Control': { description: 'Never cached or transformed.', required: true, schema: { type: 'string', const: 'no-cache, no-transform' } },
+        'X-Accel-Buffering': { description: 'Tells a buffering reverse proxy (nginx) to pass events through at once.', schema: { type: 'string', const: 'no' } },
+      },
+      content: {
+        'text/event-stream': {
+          schema: {
+            type: 'string',
+            pattern: '^retry: [0-9]+\\n\\n',
+            description: 'SSE text (`id:`, `event:`, `data:` lines, events separated by a blank line).',
+          },
+          'x-itemSchema': ref('RunStreamMessage'),
+        },
+      },
+    },
+    '204': {
+      description: 'The run is terminal and `Last-Event-ID` is at or after its last event: nothing more will come.',
+      headers: requestIdHeader,
+    },
+    '404': responseRef('RunNotFound'),
+    '429': responseRef('TooManyStreams'),
+  },
+  handler: ({ api, shutdown }) => {
+    const slots = new SseStreamSlots(api.config.sseMaxStreamsPerKey);
+    return async (ctx, { principal, params, query }) => {
+      const runId = params.runId!;
+      let run = await findRun(api.db, principal.workspaceId, runId);
+      if (!run) {
+        await api.barrier.catchUp(RUNS_PROJECTION);
+        run = await findRun(api.db, principal.workspaceId, runId);
+      }
+      if (!run) throw new RunNotFoundError(runId);
+      // GET may already have shown this run's end from the live fold, ahead of the read model:
+      // a client reconnecting after that end must get its 204, not a stream that never ends.
+      if (!isTerminal(run.status) && api.runCache.get(runId)) {
+        await api.barrier.catchUp(RUNS_PROJECTION);
+        run = (await findRun(api.db, principal.workspaceId, runId)) ?? run;
+      }
+      const lastEventId = Number(ctx.get('last-event-id') || query.last_event_id || 0);
+      const resumeAfter = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : 0;
+      if (isTerminal(run.status) && resumeAfter >= run.last_seq) {
+        ctx.status = 204;
+        return;
+      }
+      const release = slots.acquire(principal.keyId, Math.ceil(RETRY_MS / 1000));
+
+      const body = new PassThrough();
+      ctx.status = 200;
+      ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
+      ctx.set('Cache-Control', 'no-cache, no-transform');
+      ctx.set('X-Accel-Buffering', 'no');
+      ctx.req.socket.setTimeout(0);
+      ctx.body = body;
+      body.write(`retry: ${RETRY_MS}\n\n`);
+
+      const controller = new AbortController();
+      let endReason: EndReason | null = null;
+      const end = (reason: EndReason | null) => {
+        endReason ??= reason;
+        controller.abort();
+      };
+      const onClose = () => end(null);
+      const onShutdown = () => end('shutdown');
+      // The response's 'close' is the client going away (or the response ending); checked
+      // once more here because it may have happened while the run was looked up.
+      ctx.res.once('close', onClose);
+      if (ctx.res.destroyed || ctx.req.socket.destroyed) end(null);
+      shutdown.addEventListener('abort', onShutdown, { once: true });
+      if (shutdown.aborted) end('shutdown');
+      const heartbeat = setInterval(() => body.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      const lifetime = setTimeout(() => end('lifetime'), api.config.sseMaxLifetimeMs);
+      const keyCheck = setInterval(() => {
+        api.keys.find(principal.keyId).then(
+          (record) => {
+            if (!record || record.revoked) end('revoked');
+          },
+          () => undefined, // Postgres unreachable: keep streaming; the next check decides.
+        );
+      }, api.config.sseKeyRecheckMs);
+
+      const filter = api.subjects.filter(principal.workspaceId, run.account_id, '*');
+      const from = Math.max(Number(run.queued_seq), resumeAfter + 1);
+      void (async () => {
+        try {
+          for await (const raw of api.store.followRaw(filter, from, controller.signal)) {
+            const admitted = admitRawEvent(api.store.admission, raw);
+            if (admitted.kind === 'corrupt') {
+              // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
+              body.write(`: skipped a corrupt stored message (${admitted.code})\nid: ${raw.seq}\n\n`);
+              continue;
+            }
+            const message = toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl);
+            if (!message) continue;
+            body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
+            if (message.terminal) break;
+          }
+        } catch (error) {
+          api.logger.warn({ run_id: runId, err: error instanceof Error ? error.message : String(error) }, 'run event stream ended with an error');
+        } finally {
+          clearInterval(heartbeat);
+          clearInterval(keyCheck);
+          clearTimeout(lifetime);
+          shutdown.removeEventListener('abort', onShutdown);
+          ctx.res.removeListener('close', onClose);
+          controller.abort();
+          release();
+          if (endReason) body.write(`: ${END_REASONS[endReason]}\n${endReason === 'revoked' ? '' : `retry: ${LIFETIME_RETRY_MS}\n`}\n`);
+          body.end();
+        }
+      })();
+    };
+  },
+});
+
+export const RUN_EVENT_ROUTES: readonly RouteDefinition<StreamDeps>[] = [streamRunEventsRoute];
+
 /**
  * GET /api/v1/runs/{runId}/events: the run's milestones as Server-Sent Events — queued,
  * started, each tool call, each action, and the end — for clients that would rather not
@@ -36,90 +193,5 @@ type EndReason = keyof typeof END_REASONS;
  * stored message that is not a trustworthy event is skipped with a comment.
  */
 export function runEventsRouter(api: ApiContext, shutdown: AbortSignal): Router {
-  const router = new Router();
-  const slots = new SseStreamSlots(api.config.sseMaxStreamsPerKey);
-  router.get('/api/v1/runs/:runId/events', authenticate(api.keys), async (ctx) => {
-    const principal = principalOf(ctx);
-    const runId = ctx.params.runId!;
-    if (!isUuid(runId)) throw new RunNotFoundError(runId);
-    let run = await findRun(api.db, principal.workspaceId, runId);
-    if (!run) {
-      await api.barrier.catchUp(RUNS_PROJECTION);
-      run = await findRun(api.db, principal.workspaceId, runId);
-    }
-    if (!run) throw new RunNotFoundError(runId);
-    const lastEventId = Number(ctx.get('last-event-id') || ctx.query.last_event_id || 0);
-    const resumeAfter = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : 0;
-    if (isTerminal(run.status) && resumeAfter >= run.last_seq) {
-      ctx.status = 204;
-      return;
-    }
-    const release = slots.acquire(principal.keyId, Math.ceil(RETRY_MS / 1000));
-
-    const body = new PassThrough();
-    ctx.status = 200;
-    ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
-    ctx.set('Cache-Control', 'no-cache, no-transform');
-    ctx.set('X-Accel-Buffering', 'no');
-    ctx.req.socket.setTimeout(0);
-    ctx.body = body;
-    body.write(`retry: ${RETRY_MS}\n\n`);
-
-    const controller = new AbortController();
-    let endReason: EndReason | null = null;
-    const end = (reason: EndReason | null) => {
-      endReason ??= reason;
-      controller.abort();
-    };
-    const onClose = () => end(null);
-    const onShutdown = () => end('shutdown');
-    // The response's 'close' is the client going away (or the response ending); checked
-    // once more here because it may have happened while the run was looked up.
-    ctx.res.once('close', onClose);
-    if (ctx.res.destroyed || ctx.req.socket.destroyed) end(null);
-    shutdown.addEventListener('abort', onShutdown, { once: true });
-    if (shutdown.aborted) end('shutdown');
-    const heartbeat = setInterval(() => body.write(': keep-alive\n\n'), HEARTBEAT_MS);
-    const lifetime = setTimeout(() => end('lifetime'), api.config.sseMaxLifetimeMs);
-    const keyCheck = setInterval(() => {
-      api.keys.find(principal.keyId).then(
-        (record) => {
-          if (!record || record.revoked) end('revoked');
-        },
-        () => undefined, // Postgres unreachable: keep streaming; the next check decides.
-      );
-    }, api.config.sseKeyRecheckMs);
-
-    const filter = api.writeModel.subjects.filter(principal.workspaceId, run.account_id, '*');
-    const from = Math.max(Number(run.queued_seq), resumeAfter + 1);
-    void (async () => {
-      try {
-        for await (const raw of api.writeModel.store.followRaw(filter, from, controller.signal)) {
-          const admitted = admitRawEvent(api.writeModel.store.admission, raw);
-          if (admitted.kind === 'corrupt') {
-            // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
-            body.write(`: skipped a corrupt stored message (${admitted.code})\nid: ${raw.seq}\n\n`);
-            continue;
-          }
-          const message = toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl);
-          if (!message) continue;
-          body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
-          if (message.terminal) break;
-        }
-      } catch (error) {
-        api.logger.warn({ run_id: runId, err: error instanceof Error ? error.message : String(error) }, 'run event stream ended with an error');
-      } finally {
-        clearInterval(heartbeat);
-        clearInterval(keyCheck);
-        clearTimeout(lifetime);
-        shutdown.removeEventListener('abort', onShutdown);
-        ctx.res.removeListener('close', onClose);
-        controller.abort();
-        release();
-        if (endReason) body.write(`: ${END_REASONS[endReason]}\n${endReason === 'revoked' ? '' : `retry: ${LIFETIME_RETRY_MS}\n`}\n`);
-        body.end();
-      }
-    })();
-  });
-  return router;
+  return mountRoutes(RUN_EVENT_ROUTES, { api, shutdown }, { limits: api.config, keys: api.keys });
 }

@@ -1,16 +1,15 @@
-import { ProblemError } from '../../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../errors/app-error.ts';
 
 /** 429: the key already holds SSE_MAX_STREAMS_PER_KEY open streams in this process. */
-export class TooManyStreamsError extends ProblemError {
+export class TooManyStreamsError extends AppError {
+  readonly kind = ErrorKind.LimitExceeded;
+
   constructor(limit: number, retryAfterSeconds: number) {
-    super({
-      type: 'too-many-streams',
-      status: 429,
-      title: 'Too many open event streams',
-      detail: `This API key already holds ${limit} open event streams on this server; close one, or poll GET /api/v1/runs/{runId}.`,
-      extensions: { limit },
-      headers: { 'Retry-After': String(retryAfterSeconds) },
-    });
+    super(
+      'too-many-streams',
+      `This API key already holds ${limit} open event streams on this server; close one, or poll GET /api/v1/runs/{runId}.`,
+      { details: { limit }, retryAfterSeconds },
+    );
   }
 }
 
@@ -23,7 +22,11 @@ export class TooManyStreamsError extends ProblemError {
 export class SseStreamSlots {
   private readonly open = new Map<string, number>();
 
-  constructor(private readonly limit: number) {}
+  private readonly limit: number;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
 
   /**
    * Takes a slot for `keyId`; the returned release is idempotent.

@@ -15,10 +15,16 @@ export class CredentialsKeyMissingError extends Error {
  * platform_credentials table. Plain text exists only in memory, for the call that needs it.
  */
 export class CredentialStore {
+  private readonly db: Kysely<Database>;
+  private readonly key: Buffer | undefined;
+
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly key: Buffer | undefined,
-  ) {}
+    db: Kysely<Database>,
+    key: Buffer | undefined,
+  ) {
+    this.db = db;
+    this.key = key;
+  }
 
   /** Stores (or replaces: reconnecting an account) the account's secret. */
   async put(accountId: string, platform: string, secret: string): Promise<void> {

@@ -9,10 +9,16 @@ export class AccessTokenCache {
   private readonly tokens = new Map<string, AccessToken & { readonly obtainedAt: number }>();
   private readonly pending = new Map<string, Promise<AccessToken>>();
 
+  private readonly exchange: (accountId: string) => Promise<AccessToken>;
+  private readonly options: { readonly now?: () => number; readonly refreshMarginMs?: number };
+
   constructor(
-    private readonly exchange: (accountId: string) => Promise<AccessToken>,
-    private readonly options: { readonly now?: () => number; readonly refreshMarginMs?: number } = {},
-  ) {}
+    exchange: (accountId: string) => Promise<AccessToken>,
+    options: { readonly now?: () => number; readonly refreshMarginMs?: number } = {},
+  ) {
+    this.exchange = exchange;
+    this.options = options;
+  }
 
   /**
    * A token valid for at least the refresh margin (60 s by default, or half the token's

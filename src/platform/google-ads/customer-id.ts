@@ -1,13 +1,10 @@
-import { ProblemError } from '../../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../errors/app-error.ts';
 
-export class InvalidCustomerIdError extends ProblemError {
+export class InvalidCustomerIdError extends AppError {
+  readonly kind = ErrorKind.Validation;
+
   constructor(flag: string) {
-    super({
-      type: 'invalid-customer-id',
-      status: 400,
-      title: 'Invalid Google Ads customer id',
-      detail: `${flag} must be a Google Ads customer id: ten digits, with or without dashes (123-456-7890)`,
-    });
+    super('invalid-customer-id', `${flag} must be a Google Ads customer id: ten digits, with or without dashes (123-456-7890)`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { ProblemError } from '../../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../errors/app-error.ts';
 
 /** One error of a GoogleAdsFailure, as the API reports it (errorCode is a one-key object, e.g. { quotaError: 'RESOURCE_EXHAUSTED' }). */
 export interface GoogleAdsErrorDetail {
@@ -23,22 +23,21 @@ export function platformText(value: unknown): string {
  * Google refused the account's grant (revoked, expired, or issued to another client).
  * Nothing the service can retry: a person has to reconnect the account.
  */
-export class GoogleAdsNotConnectedError extends ProblemError {
+export class GoogleAdsNotConnectedError extends AppError {
+  readonly kind = ErrorKind.IllegalState;
+
   /**
    * @param source `google-refused`: Google refused the grant; `credential-unreadable`: the
    *   service cannot read the stored grant (CREDENTIALS_KEY missing or not the one it was sealed with).
    */
   constructor(accountId: string, reason: string, source: 'google-refused' | 'credential-unreadable' = 'google-refused') {
     const reconnect = '`adsagent account reconnect ' + accountId + ' --refresh-token-file PATH`';
-    super({
-      type: 'account-not-connected',
-      status: 409,
-      title: 'The account has no connected advertising-platform account',
-      detail:
-        source === 'google-refused'
-          ? `Google refused the authorisation of account ${accountId} (${reason}); reconnect it with ${reconnect}.`
-          : `The stored Google Ads grant of account ${accountId} cannot be read (${reason}); start the service with the CREDENTIALS_KEY it was stored with, or reconnect it with ${reconnect}.`,
-    });
+    super(
+      'account-not-connected',
+      source === 'google-refused'
+        ? `Google refused the authorisation of account ${accountId} (${reason}); reconnect it with ${reconnect}.`
+        : `The stored Google Ads grant of account ${accountId} cannot be read (${reason}); start the service with the CREDENTIALS_KEY it was stored with, or reconnect it with ${reconnect}.`,
+    );
   }
 }
 
@@ -46,36 +45,38 @@ export class GoogleAdsNotConnectedError extends ProblemError {
  * Google Ads refused a request (a GoogleAdsFailure): the first error's code and message
  * are what the user reads, in the tool result, the action's outcome and problem details.
  */
-export class GoogleAdsRequestError extends ProblemError {
+export class GoogleAdsRequestError extends AppError {
+  // The platform refused a call the service made: for the client, whose own request was fine, a bad gateway.
+  readonly kind = ErrorKind.Unavailable;
+  readonly httpStatus: number;
+  readonly errors: readonly GoogleAdsErrorDetail[];
+  readonly requestId: string | null;
+
   constructor(
-    readonly httpStatus: number,
-    readonly errors: readonly GoogleAdsErrorDetail[],
-    readonly requestId: string | null,
+    httpStatus: number,
+    errors: readonly GoogleAdsErrorDetail[],
+    requestId: string | null,
   ) {
     const first = errors[0];
-    super({
-      type: 'platform-request-refused',
-      // The platform refused a call the service made: a bad gateway for the client, whose own request was fine.
-      status: 502,
-      title: 'Google Ads refused the request',
-      detail: first ? `Google Ads: ${first.message} (${first.errorCode})` : `Google Ads answered HTTP ${httpStatus}`,
-      extensions: {
+    super('platform-request-refused', first ? `Google Ads: ${first.message} (${first.errorCode})` : `Google Ads answered HTTP ${httpStatus}`, {
+      details: {
         platform_errors: errors.map((e) => ({ error_code: e.errorCode, message: e.message })),
         ...(requestId ? { platform_request_id: requestId } : {}),
       },
     });
+    this.httpStatus = httpStatus;
+    this.errors = errors;
+    this.requestId = requestId;
   }
 }
 
 /** The account's Google Ads quota is spent for longer than the run can wait. */
-export class GoogleAdsQuotaExhaustedError extends ProblemError {
+export class GoogleAdsQuotaExhaustedError extends AppError {
+  readonly kind = ErrorKind.Unavailable;
+
   constructor(message: string, retryDelayMs: number | null) {
-    super({
-      type: 'platform-rate-limited',
-      status: 503,
-      title: 'Google Ads rate limit reached',
-      detail: `Google Ads: ${message}${retryDelayMs !== null ? ` (retry after ${Math.ceil(retryDelayMs / 1000)} s)` : ''}`,
-      headers: { 'retry-after': String(retryDelayMs !== null ? Math.max(1, Math.ceil(retryDelayMs / 1000)) : 60) },
+    super('platform-rate-limited', `Google Ads: ${message}${retryDelayMs !== null ? ` (retry after ${Math.ceil(retryDelayMs / 1000)} s)` : ''}`, {
+      retryAfterSeconds: retryDelayMs !== null ? Math.max(1, Math.ceil(retryDelayMs / 1000)) : 60,
     });
   }
 }

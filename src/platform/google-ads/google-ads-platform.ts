@@ -48,10 +48,16 @@ const METRICS = 'metrics.impressions, metrics.clicks, metrics.cost_micros, metri
  * account currency units (micros / 1,000,000); dates are the account's reporting dates.
  */
 export class GoogleAdsPlatform implements AdsPlatform {
+  private readonly transport: GoogleAdsTransport;
+  private readonly now: () => Date;
+
   constructor(
-    private readonly transport: GoogleAdsTransport,
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+    transport: GoogleAdsTransport,
+    now: () => Date = () => new Date(),
+  ) {
+    this.transport = transport;
+    this.now = now;
+  }
 
   async accountSummary(account: PlatformAccountRef): Promise<AccountSummary> {
     const target = this.target(account);

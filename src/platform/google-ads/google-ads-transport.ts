@@ -48,11 +48,18 @@ const MAX_PAGES = 50;
 export class GoogleAdsTransport {
   private readonly sleep: (ms: number) => Promise<void>;
 
+  private readonly config: GoogleAdsConfig;
+  private readonly tokens: AccessTokenCache;
+  private readonly options: TransportOptions;
+
   constructor(
-    private readonly config: GoogleAdsConfig,
-    private readonly tokens: AccessTokenCache,
-    private readonly options: TransportOptions = {},
+    config: GoogleAdsConfig,
+    tokens: AccessTokenCache,
+    options: TransportOptions = {},
   ) {
+    this.config = config;
+    this.tokens = tokens;
+    this.options = options;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 

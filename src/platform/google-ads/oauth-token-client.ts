@@ -1,5 +1,5 @@
 import type { GoogleAdsConfig } from '../../config/config.ts';
-import { ProblemError } from '../../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../errors/app-error.ts';
 import { PlatformUnavailableError } from '../platform-errors.ts';
 import { platformText } from './google-ads-errors.ts';
 
@@ -10,25 +10,21 @@ export interface AccessToken {
 }
 
 /** The token endpoint refused the refresh token or the client (invalid_grant, invalid_client, ...). */
-export class OAuthGrantRefusedError extends ProblemError {
-  constructor(readonly oauthError: string, description: string) {
-    super({
-      type: 'oauth-grant-refused',
-      status: 400,
-      title: 'Google refused the refresh token',
-      detail: `${oauthError}${description ? `: ${description}` : ''}`,
-    });
+export class OAuthGrantRefusedError extends AppError {
+  readonly kind = ErrorKind.Validation;
+  readonly oauthError: string;
+
+  constructor(oauthError: string, description: string) {
+    super('oauth-grant-refused', `${oauthError}${description ? `: ${description}` : ''}`);
+    this.oauthError = oauthError;
   }
 }
 
-export class OAuthClientNotConfiguredError extends ProblemError {
+export class OAuthClientNotConfiguredError extends AppError {
+  readonly kind = ErrorKind.Unavailable;
+
   constructor() {
-    super({
-      type: 'oauth-client-not-configured',
-      status: 503,
-      title: 'Google Ads OAuth client not configured',
-      detail: 'GOOGLE_ADS_CLIENT_ID and GOOGLE_ADS_CLIENT_SECRET must be set to use Google Ads accounts',
-    });
+    super('oauth-client-not-configured', 'GOOGLE_ADS_CLIENT_ID and GOOGLE_ADS_CLIENT_SECRET must be set to use Google Ads accounts');
   }
 }
 

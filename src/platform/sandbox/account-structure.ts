@@ -55,7 +55,10 @@ export const STRATEGY_OF_ROLE: Record<StrategyRole, BiddingStrategyType> = {
 /** Google-like numeric ids, increasing with random gaps so they do not look sequential. */
 export class IdSequence {
   private current: number;
-  constructor(private readonly rng: SeededRandom, digits: number) {
+  private readonly rng: SeededRandom;
+
+  constructor(rng: SeededRandom, digits: number) {
+    this.rng = rng;
     this.current = rng.int(10 ** (digits - 1), 3 * 10 ** (digits - 1));
   }
   next(): string {

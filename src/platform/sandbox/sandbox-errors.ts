@@ -1,24 +1,30 @@
-import { ProblemError } from '../../errors/problem-error.ts';
+import { AppError, ErrorKind } from '../../errors/app-error.ts';
 
 /**
  * Errors of the sandbox platform beyond the port's own (platform-errors.ts). They are
- * ProblemErrors so the agent sees the message as a tool error and HTTP maps them.
+ * AppErrors so the agent sees the message as a tool error and the HTTP edge maps them.
  */
-export class KeywordNotFoundError extends ProblemError {
+export class KeywordNotFoundError extends AppError {
+  readonly kind = ErrorKind.NotFound;
+
   constructor(keywordIds: readonly string[]) {
-    super({ type: 'keyword-not-found', status: 404, title: 'Keyword not found', detail: `No keyword ${keywordIds.join(', ')} in this account.` });
+    super('keyword-not-found', `No keyword ${keywordIds.join(', ')} in this account.`, { details: { keyword_ids: keywordIds } });
   }
 }
 
 /** A change that cannot apply to its target as it is (a target CPA on a manual-CPC campaign, a budget of 0, ...). */
-export class ChangeNotApplicableError extends ProblemError {
+export class ChangeNotApplicableError extends AppError {
+  readonly kind = ErrorKind.Validation;
+
   constructor(detail: string) {
-    super({ type: 'change-not-applicable', status: 422, title: 'The change does not apply to its target', detail });
+    super('change-not-applicable', detail);
   }
 }
 
-export class InvalidDateRangeError extends ProblemError {
+export class InvalidDateRangeError extends AppError {
+  readonly kind = ErrorKind.Validation;
+
   constructor(detail: string) {
-    super({ type: 'invalid-date-range', status: 400, title: 'Invalid date range', detail });
+    super('invalid-date-range', detail);
   }
 }

@@ -32,7 +32,10 @@ export interface SandboxPlatformOptions {
 export class SandboxPlatform implements AdsPlatform {
   private readonly now: () => Date;
 
-  constructor(private readonly db: Kysely<Database>, options: SandboxPlatformOptions = {}) {
+  private readonly db: Kysely<Database>;
+
+  constructor(db: Kysely<Database>, options: SandboxPlatformOptions = {}) {
+    this.db = db;
     this.now = options.now ?? (() => new Date());
   }
 

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { expectProblem as expectSharedProblem } from '../../support/problem.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { waitForProjection } from '../../../projections/runtime/projector.ts';
 import { createAccount } from '../../../src/operator/operator-commands.ts';
@@ -58,11 +59,8 @@ export async function callUndocumented(svc: TestService, method: string, path: s
 
 /** Asserts an RFC 9457 problem of the given status and type slug, consistent with its headers. */
 export function expectProblem(result: ApiResult, status: number, slug: string): void {
-  expect(result.status, `status; body ${result.text}`).to.equal(status);
-  expect(result.headers.get('content-type')).to.match(/^application\/problem\+json/);
+  expectSharedProblem(result, status, slug);
   expect(result.body.type).to.equal(`${PUBLIC_BASE_URL}/problems/${slug}`);
-  expect(result.body.status).to.equal(status);
-  expect(result.body.request_id).to.equal(result.headers.get('x-request-id'));
 }
 
 /** The parts of a problem that must not reveal whether a resource exists elsewhere. */

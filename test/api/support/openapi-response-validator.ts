@@ -86,7 +86,10 @@ export class OpenApiResponseValidator {
   private readonly ajv: Ajv;
   private readonly compiled = new Map<string, Validate>();
 
-  constructor(readonly document: OpenApiDocument = openApiDocument) {
+  readonly document: OpenApiDocument;
+
+  constructor(document: OpenApiDocument = openApiDocument) {
+    this.document = document;
     this.ajv = createAjv();
     for (const [name, schema] of Object.entries(document.components.schemas)) {
       this.ajv.addSchema({ ...(rewriteSchemaRefs(schema) as object), $id: SCHEMA_BASE + name });

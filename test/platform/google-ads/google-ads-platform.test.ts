@@ -6,6 +6,7 @@ import { withPlatformDeadline } from '../../../src/platform/platform-deadline.ts
 import { FakeGoogleAds, FAKE_DEVELOPER_TOKEN } from '../../support/fake-google-ads/fake-google-ads-server.ts';
 import { connectFakeAccount, googleAdsEnv } from '../../support/google-ads.ts';
 import { startTestService, type TestService } from '../../support/test-service.ts';
+import { workspaceDecider } from '../../../commands/workspace/workspace-decider.ts';
 
 const MANAGER = '1112223333';
 
@@ -26,7 +27,7 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     await fake.start();
     svc = await startTestService('gadsplatform', { ROLES: 'projectors', ...googleAdsEnv(fake) });
     const infra = svc.service.infrastructure;
-    const workspace = await infra.writeModel.createWorkspace({ workspaceId: 'ws-gads', name: 'gads', meta: { actor: { kind: 'operator', id: 't' }, correlationId: 'c' } });
+    const workspace = await infra.commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws-gads', name: 'gads', meta: { actor: { kind: 'operator', id: 't' }, correlationId: 'c' } });
     expect(workspace.appended.length).to.equal(1);
     ({ ref: account, refreshToken } = await connectFakeAccount(infra, fake, 'ws-gads', { loginCustomerId: '111-222-3333' }));
     platform = createPlatform(infra.database.db, svc.config, {
@@ -111,7 +112,7 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
         await platform.searchTerms(account, range(), { campaignId: id });
         expect.fail('should refuse');
       } catch (error) {
-        expect((error as { problem?: { type: string } }).problem?.type).to.equal('campaign-not-found');
+        expect((error as { code?: string }).code).to.equal('campaign-not-found');
       }
     }
     const queries = fake.apiRequests().map((r) => String((r.body as { query?: string }).query));
@@ -138,8 +139,8 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect(slept).to.have.length(2);
 
     fake.failNext(/googleAds:search$/, { kind: 'quota', retryDelay: '30s' });
-    const refused = await withPlatformDeadline(Date.now() + 1000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { problem: { type: string } });
-    expect((refused as { problem: { type: string } }).problem.type).to.equal('platform-rate-limited');
+    const refused = await withPlatformDeadline(Date.now() + 1000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { code: string });
+    expect((refused as { code: string }).code).to.equal('platform-rate-limited');
     expect((refused as Error).message).to.include('Too many requests. Retry in 30s.');
   });
 
@@ -153,8 +154,8 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
   it('gives up after 5 rate limits without retryDelay, however much of the run is left', async () => {
     fake.failNext(/googleAds:search$/, { kind: 'quota' }, 6);
     const before = fake.requests.length;
-    const refused = await withPlatformDeadline(Date.now() + 3_600_000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { problem: { type: string } });
-    expect((refused as { problem: { type: string } }).problem.type).to.equal('platform-rate-limited');
+    const refused = await withPlatformDeadline(Date.now() + 3_600_000, () => platform.listCampaigns(account)).catch((e: unknown) => e as Error & { code: string });
+    expect((refused as { code: string }).code).to.equal('platform-rate-limited');
     expect(fake.requests.length - before).to.equal(6);
     expect(slept).to.deep.equal([1000, 2000, 4000, 8000, 16_000]);
   });
@@ -218,10 +219,10 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
   it('validates with validateOnly: a refused change throws Google’s message and code and changes nothing', async () => {
     fake.maxTargetCpaMicros = 100_000_000;
     try {
-      const refused = await platform.validateChange!(account, { kind: 'set_target_cpa', campaign_id: '111', target_cpa: 150 }).catch((e: unknown) => e as Error & { problem: { detail: string; extensions: Record<string, unknown> } });
+      const refused = await platform.validateChange!(account, { kind: 'set_target_cpa', campaign_id: '111', target_cpa: 150 }).catch((e: unknown) => e as Error & { details: Record<string, unknown> });
       expect(refused).to.be.instanceOf(Error);
-      expect(refused!.problem.detail).to.equal('Google Ads: Too high. (rangeError.TOO_HIGH)');
-      expect(refused!.problem.extensions.platform_errors).to.deep.equal([{ error_code: 'rangeError.TOO_HIGH', message: 'Too high.' }]);
+      expect(refused!.message).to.equal('Google Ads: Too high. (rangeError.TOO_HIGH)');
+      expect(refused!.details.platform_errors).to.deep.equal([{ error_code: 'rangeError.TOO_HIGH', message: 'Too high.' }]);
       const sent = fake.mutates('campaigns').at(-1)!.body as { validateOnly: boolean };
       expect(sent.validateOnly).to.equal(true);
       expect((await platform.getCampaign(account, '111'))!.bidding_strategy.target_cpa).to.equal(27.5);
@@ -248,19 +249,19 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
       const unreadable = createPlatform(svc.service.infrastructure.database.db, { ...svc.config, credentialsKey }, { googleAds: { maxWaitMs: 1000 } });
       const refused = await unreadable.listCampaigns(account).then(
         () => null,
-        (e: unknown) => e as Error & { problem: { type: string; status: number; detail: string } },
+        (e: unknown) => e as Error & { code: string; kind: string },
       );
-      expect(refused?.problem).to.deep.include({ type: 'account-not-connected', status: 409 });
-      expect(refused!.problem.detail).to.include(credentialsKey ? 'not the key it was stored with' : 'CREDENTIALS_KEY is not set');
-      expect(refused!.problem.detail).to.include('adsagent account reconnect');
-      for (const key of keys) expect(`${refused!.message} ${refused!.problem.detail}`).not.to.include(key);
+      expect(refused).to.deep.include({ code: 'account-not-connected', kind: 'illegal-state' });
+      expect(refused!.message).to.include(credentialsKey ? 'not the key it was stored with' : 'CREDENTIALS_KEY is not set');
+      expect(refused!.message).to.include('adsagent account reconnect');
+      for (const key of keys) expect(refused!.message).not.to.include(key);
     }
   });
 
   it('a revoked grant fails as account-not-connected, telling how to reconnect', async () => {
     fake.revokeRefreshToken(refreshToken);
-    const error = await platform.listCampaigns(account).catch((e: unknown) => e as Error & { problem: { type: string; detail: string } });
-    expect((error as { problem: { type: string } }).problem.type).to.equal('account-not-connected');
+    const error = await platform.listCampaigns(account).catch((e: unknown) => e as Error & { code: string });
+    expect((error as { code: string }).code).to.equal('account-not-connected');
     expect((error as Error).message).to.include('invalid_grant').and.include('adsagent account reconnect');
     expect((error as Error).message).not.to.include(refreshToken);
   });

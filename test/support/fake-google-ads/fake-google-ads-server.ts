@@ -4,7 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { seedFakeAccount, type FakeAccount, type FakeChangeEvent } from './fake-account.ts';
 import { runQuery } from './fake-query.ts';
 import { GaqlError } from './gaql.ts';
+import { requestId, rpcError } from './fake-failure.ts';
 import { applyMutate, type MutateService } from './fake-mutate.ts';
+
+export { googleAdsFailure, rpcError, type FailureError } from './fake-failure.ts';
 
 /**
  * A local stand-in for the Google Ads REST API and Google's OAuth token endpoint, speaking
@@ -270,26 +273,6 @@ export class FakeGoogleAds {
 /** "yyyy-MM-dd HH:mm:ss.SSSSSS", as change_event.change_date_time reads. */
 function changeDateTime(date: Date): string {
   return `${date.toISOString().replace('T', ' ').slice(0, 23)}000`;
-}
-
-function requestId(): string {
-  return randomBytes(11).toString('base64url');
-}
-
-export interface FailureError {
-  readonly errorCode: Record<string, string>;
-  readonly message: string;
-  readonly location?: { fieldPathElements: { fieldName: string; index?: number }[] };
-  readonly details?: Record<string, unknown>;
-}
-
-export function googleAdsFailure(version: string, errors: readonly FailureError[]) {
-  return { '@type': `type.googleapis.com/google.ads.googleads.${version}.errors.GoogleAdsFailure`, errors, requestId: requestId() };
-}
-
-/** google.rpc.Status as the REST API wraps it: { error: { code, message, status, details } }. */
-export function rpcError(code: number, status: string, message: string, version: string, errors?: readonly FailureError[]) {
-  return { error: { code, message, status, ...(errors ? { details: [googleAdsFailure(version, errors)] } : {}) } };
 }
 
 function unauthenticated(version: string): [number, unknown] {

@@ -1,5 +1,13 @@
 import type { FakeAccount } from './fake-account.ts';
-import { googleAdsFailure, type FailureError, type FakeGoogleAds } from './fake-google-ads-server.ts';
+import { googleAdsFailure, type FailureError } from './fake-failure.ts';
+
+/** What mutate handling needs of the fake server: its API version, clock and scripted refusals. */
+export interface MutateContext {
+  readonly version: string;
+  readonly maxTargetCpaMicros: number | null;
+  readonly refusedResources: ReadonlyMap<string, { errorCode: Record<string, string>; message: string }>;
+  stamp(): string;
+}
 
 /**
  * The per-service mutate endpoints the adapter uses. Each operation is checked first;
@@ -17,7 +25,7 @@ const KEYWORD_MATCH_TYPES = ['EXACT', 'PHRASE', 'BROAD'];
 /** Amounts must be multiples of the currency's minimum unit: a cent, or a whole yen. */
 const minimumUnitMicros = (currency: string) => (currency === 'JPY' ? 1_000_000 : 10_000);
 
-export function applyMutate(fake: FakeGoogleAds, account: FakeAccount, service: MutateService, body: Record<string, unknown>): MutateOutcome {
+export function applyMutate(fake: MutateContext, account: FakeAccount, service: MutateService, body: Record<string, unknown>): MutateOutcome {
   const operations = Array.isArray(body.operations) ? (body.operations as Record<string, unknown>[]) : [];
   if (operations.length === 0) return { kind: 'refused', errors: [{ errorCode: { requestError: 'OPERATIONS_REQUIRED' }, message: 'At least one operation is required.' }] };
   const checked = operations.map((op) => checkOperation(fake, account, service, op ?? {}));
@@ -47,7 +55,7 @@ function idFrom(resourceName: unknown, account: FakeAccount, collection: string)
 const notFound = (what: string): Checked => ({ ok: false, errorCode: { mutateError: 'RESOURCE_NOT_FOUND' }, message: `The ${what} was not found.` });
 const maskError = (): Checked => ({ ok: false, errorCode: { fieldMaskError: 'FIELD_NOT_FOUND' }, message: 'The field mask contained an invalid field.' });
 
-function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: MutateService, op: Record<string, unknown>): Checked {
+function checkOperation(fake: MutateContext, account: FakeAccount, service: MutateService, op: Record<string, unknown>): Checked {
   const create = op.create as Record<string, unknown> | undefined;
   const update = op.update as Record<string, unknown> | undefined;
   const mask = typeof op.updateMask === 'string' ? op.updateMask.split(',').map((s) => s.trim()) : [];
@@ -149,7 +157,7 @@ function checkOperation(fake: FakeGoogleAds, account: FakeAccount, service: Muta
   }
 }
 
-function apiChange(fake: FakeGoogleAds, account: FakeAccount, type: string, resourceName: string, changedFields: string, oldResource: Record<string, unknown>, newResource: Record<string, unknown>, campaign: string) {
+function apiChange(fake: MutateContext, account: FakeAccount, type: string, resourceName: string, changedFields: string, oldResource: Record<string, unknown>, newResource: Record<string, unknown>, campaign: string) {
   return {
     changeDateTime: fake.stamp(),
     changeResourceType: type,

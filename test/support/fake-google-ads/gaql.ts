@@ -23,13 +23,19 @@ export interface GaqlQuery {
 }
 
 export class GaqlError extends Error {
+  readonly code: string;
+  readonly family: 'queryError' | 'changeEventError';
+
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     /** The GoogleAdsFailure errorCode family the code belongs to. */
-    readonly family: 'queryError' | 'changeEventError' = 'queryError',
+    family: 'queryError' | 'changeEventError' = 'queryError',
   ) {
     super(message);
+    this.code = code;
+    this.family = family;
+  
   }
 }
 

@@ -1,0 +1,162 @@
+import { useState } from 'preact/hooks';
+import { proposalFigures } from '../api/proposal-figures.ts';
+import { ACTIONABLE_STATUSES, isEditable, type ActionEdit, type Approval, type EditableKind } from '../api/types.ts';
+import { EditForm } from './edit-form.tsx';
+import { ActionParams, ValueView } from '../components/value-view.tsx';
+import { Timestamp } from '../components/load-state.tsx';
+import { routePaths } from '../routing/routes.ts';
+
+export interface ApprovalCardProps {
+  readonly action: Approval;
+  /** False for read-scoped keys: the buttons stay disabled. */
+  readonly canAct: boolean;
+  readonly busy: boolean;
+  readonly selected: boolean;
+  readonly onToggleSelected: (selected: boolean) => void;
+  readonly onApprove: () => void;
+  /** Approves with an edit (negative keywords, budget or target value); resolves true when it went through. */
+  readonly onApproveEdited: (edit: ActionEdit) => Promise<boolean>;
+  readonly onReject: (reason: string) => Promise<boolean>;
+}
+
+const STATUS_LABELS: Record<string, string> = {
+  queued: 'Waiting for approval',
+  auto_applied: 'Auto-applied',
+  approved: 'Approved, being applied',
+  applying: 'Applying',
+  applied: 'Applied',
+  returned: 'Returned to the queue',
+  rejected: 'Rejected',
+  blocked: 'Blocked by policy',
+};
+
+/** One action of the approvals view: what it changes, why, and the decision buttons. */
+export function ApprovalCard(props: ApprovalCardProps) {
+  const { action, canAct, busy } = props;
+  const [rejecting, setRejecting] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const [reason, setReason] = useState('');
+  const [reasonError, setReasonError] = useState<string | null>(null);
+  const actionable = ACTIONABLE_STATUSES.includes(action.status);
+  const enabled = canAct && actionable && !busy;
+  const titleId = `action-${action.id}-title`;
+  const reasonId = `action-${action.id}-reason`;
+
+  const confirmReject = async (event: Event) => {
+    event.preventDefault();
+    if (reason.trim() === '') {
+      setReasonError('Say why the action is rejected.');
+      return;
+    }
+    setReasonError(null);
+    if (await props.onReject(reason.trim())) {
+      setRejecting(false);
+      setReason('');
+    }
+  };
+
+  return (
+    <article class={`card action status-${action.status}`} aria-labelledby={titleId} data-action-id={action.id}>
+      <div class="action-head">
+        {actionable && (
+          <input
+            type="checkbox"
+            class="select-box"
+            checked={props.selected}
+            disabled={!enabled}
+            aria-label={`Select: ${action.summary}`}
+            onChange={(event) => props.onToggleSelected((event.currentTarget as HTMLInputElement).checked)}
+          />
+        )}
+        <h2 id={titleId} class="card-title">{action.summary}</h2>
+      </div>
+      <p class="status-line">
+        <span class={`badge badge-${action.status}`}>{STATUS_LABELS[action.status] ?? action.status}</span>
+        {action.status_reason && <span class="status-reason"> — {action.status_reason}</span>}
+      </p>
+      {action.edited && (
+        <p class="edited-note">
+          <span class="badge">Edited</span> before approval by {action.edited.by.kind === 'api_key' ? `key ${action.edited.by.id}` : action.edited.by.id}, <Timestamp value={action.edited.at} />
+        </p>
+      )}
+      <dl class="facts">
+        <div><dt>Kind</dt><dd>{action.kind}</dd></div>
+        <div><dt>Risk tier</dt><dd><span class={`tier tier-${action.risk_tier}`}>{action.risk_tier}</span></dd></div>
+        <div><dt>Proposed</dt><dd><Timestamp value={action.created_at} /></dd></div>
+        <div>
+          <dt>Proposed by</dt>
+          <dd>{action.run_id ? <a href={routePaths.run(action.run_id)}>run {action.run_id.slice(0, 8)}…</a> : 'a direct request'}</dd>
+        </div>
+      </dl>
+      {action.reason && <p class="action-reason">{action.reason}</p>}
+      <h3 class="subhead">Policy reasons</h3>
+      <ul class="reasons">
+        {action.policy_reasons.map((policyReason, index) => <li key={index}>{policyReason}</li>)}
+      </ul>
+      <details class="disclosure">
+        <summary>Change details</summary>
+        <ActionParams params={action.params} />
+      </details>
+      {action.edited && (
+        <details class="disclosure">
+          <summary>As proposed, before the edit</summary>
+          <p>{action.edited.original.summary}</p>
+          <p>Risk tier: <span class={`tier tier-${action.edited.original.risk_tier}`}>{action.edited.original.risk_tier}</span></p>
+          <ActionParams params={action.edited.original.params} />
+        </details>
+      )}
+      <Figures action={action} />
+      <div class="decision">
+        <button type="button" disabled={!enabled} onClick={props.onApprove}>Approve</button>
+        {isEditable(action.kind) && (
+          <button type="button" class="button-secondary" disabled={!enabled || editing} onClick={() => { setEditing(true); setRejecting(false); }}>Edit</button>
+        )}
+        <button type="button" class="button-secondary" disabled={!enabled || rejecting} onClick={() => { setRejecting(true); setEditing(false); }}>Reject</button>
+      </div>
+      {editing && enabled && isEditable(action.kind) && (
+        <EditForm
+          action={action as Approval & { kind: EditableKind }}
+          onCancel={() => setEditing(false)}
+          onApproveEdited={async (edit) => {
+            const done = await props.onApproveEdited(edit);
+            if (done) setEditing(false);
+            return done;
+          }}
+        />
+      )}
+      {rejecting && enabled && (
+        <form class="reject-form" onSubmit={confirmReject}>
+          <label for={reasonId}>Reason</label>
+          <textarea id={reasonId} rows={2} maxLength={2000} value={reason} required
+            aria-invalid={reasonError !== null}
+            onInput={(event) => setReason((event.currentTarget as HTMLTextAreaElement).value)} />
+          {reasonError && <p class="field-error" role="alert">{reasonError}</p>}
+          <div class="decision">
+            <button type="submit" class="button-danger">Confirm reject</button>
+            <button type="button" class="button-quiet" onClick={() => { setRejecting(false); setReasonError(null); }}>Cancel</button>
+          </div>
+        </form>
+      )}
+    </article>
+  );
+}
+
+/** The figures the proposal was based on, read from the history when first opened. */
+function Figures(props: { action: Approval }) {
+  const [figures, setFigures] = useState<{ state: 'idle' | 'loading' } | { state: 'ready'; value: Record<string, unknown> | null } | { state: 'error'; message: string }>({ state: 'idle' });
+  const load = () => {
+    if (figures.state !== 'idle') return;
+    setFigures({ state: 'loading' });
+    proposalFigures(props.action.project_id, props.action.run_id ?? props.action.id, props.action.id, Boolean(props.action.edited))
+      .then((value) => setFigures({ state: 'ready', value }))
+      .catch((error: unknown) => setFigures({ state: 'error', message: error instanceof Error ? error.message : String(error) }));
+  };
+  return (
+    <details class="disclosure" onToggle={(event) => { if ((event.currentTarget as HTMLDetailsElement).open) load(); }}>
+      <summary>Figures it was based on</summary>
+      {figures.state === 'loading' && <p class="placeholder" role="status">Loading figures…</p>}
+      {figures.state === 'error' && <p class="error" role="alert">{figures.message}</p>}
+      {figures.state === 'ready' && (figures.value ? <ValueView value={figures.value} /> : <p class="muted">No figures were recorded with this proposal.</p>)}
+    </details>
+  );
+}

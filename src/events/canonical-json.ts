@@ -1,0 +1,81 @@
+import canonicalize from 'canonicalize';
+
+/** Deeper than any event; past it the package's own walk (with cycle detection) takes over. */
+const MAX_FAST_DEPTH = 64;
+
+/** Thrown inside the fast walk to hand the whole value to the package. */
+const FALLBACK = Symbol('canonical-json fallback');
+
+/**
+ * RFC 8785 canonical JSON, byte for byte what the `canonicalize` package returns and with
+ * the same refusals (NaN, Infinity, unpaired surrogates, cycles). Every event hash is taken
+ * over this text and readers recompute one for each event they believe by its chain, so it
+ * sits on the projectors' hot path. The fast walk copies the value with its keys sorted and
+ * lets the engine's JSON.stringify (whose output for strings and numbers is what RFC 8785
+ * prescribes) write it in one go: about three times faster than the package's string joins
+ * at every level. Anything the copy could not carry faithfully (an integer-like key, which
+ * objects always enumerate first; a `toJSON`; `undefined` in an array; a function, symbol or
+ * bigint; a value nested deeper than any event) is handed to the package instead, so the two
+ * never disagree.
+ *
+ * @example
+ * canonicalJson({ b: 1, a: [true, 'x'] }); // '{"a":[true,"x"],"b":1}'
+ */
+export function canonicalJson(value: unknown): string | undefined {
+  let copy: unknown;
+  try {
+    copy = sortedCopy(value, 0);
+  } catch (error) {
+    if (error === FALLBACK) return canonicalize(value);
+    throw error;
+  }
+  return JSON.stringify(copy);
+}
+
+function sortedCopy(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case 'string':
+      if (!isWellFormed(value)) throw new Error('Lone surrogate is not allowed');
+      return value;
+    case 'number':
+      if (Number.isNaN(value)) throw new Error('NaN is not allowed');
+      if (!Number.isFinite(value)) throw new Error('Infinity is not allowed');
+      return value;
+    case 'boolean':
+      return value;
+    case 'object':
+      break;
+    default:
+      throw FALLBACK;
+  }
+  if (value === null) return null;
+  if (depth >= MAX_FAST_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') throw FALLBACK;
+  if (Array.isArray(value)) {
+    const copy = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      if (value[i] === undefined) throw FALLBACK;
+      copy[i] = sortedCopy(value[i], depth + 1);
+    }
+    return copy;
+  }
+  const object = value as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(object).sort()) {
+    if (!isWellFormed(key)) throw new Error('Lone surrogate is not allowed');
+    if (isIntegerLike(key)) throw FALLBACK;
+    const item = object[key];
+    if (item !== undefined) copy[key] = sortedCopy(item, depth + 1);
+  }
+  return copy;
+}
+
+/** Keys an object enumerates before all others, whatever order they were added in. */
+function isIntegerLike(key: string): boolean {
+  const first = key.charCodeAt(0);
+  return first >= 0x30 && first <= 0x39 && /^(?:0|[1-9][0-9]*)$/.test(key);
+}
+
+/** String.prototype.isWellFormed (Node 20+; the project's TypeScript lib predates it): no unpaired surrogate. */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
+}

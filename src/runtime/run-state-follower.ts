@@ -1,0 +1,159 @@
+import type { AdmissionResult } from '../events/event-admission.ts';
+import type { Logger } from '../log/logger.ts';
+import { LiveRuns, type LiveRun, type LiveRunsOptions } from './live-runs.ts';
+
+/** What the follower reads: the event store's admitted follow and its head. */
+export interface FollowableStore {
+  lastSequence(): Promise<number>;
+  followChecked(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<AdmissionResult>;
+}
+
+/** Workspaces whose latest run end is remembered; past this the oldest is forgotten (its reader is then only as fresh as the read model). */
+const MAX_WORKSPACES_AHEAD = 10_000;
+
+export interface RunStateFollowerOptions extends LiveRunsOptions {
+  readonly store: FollowableStore;
+  /** Subjects to follow: every event of the deployment (runs' events live on three aggregates). */
+  readonly filter: string;
+  readonly logger: Logger;
+  /** Wait before following again after the follow failed. */
+  readonly retryMs?: number;
+}
+
+/**
+ * Keeps {@link LiveRuns} current in an HTTP process: follows the stream from its head at
+ * start, through admission (a corrupt event is skipped, as the projector quarantines it), and
+ * folds every run event as it is appended. GET /api/v1/runs/{id} then answers a queued or
+ * running run from memory; runs it does not hold come from the Postgres read model.
+ *
+ * If the follow fails, every held run is dropped (readers fall back to Postgres) and the
+ * follow starts again from the head: a run is never served from a fold with a gap in it.
+ *
+ * @example
+ * ```ts
+ * const follower = new RunStateFollower({ store, filter: subjects.all, logger });
+ * await follower.start();
+ * follower.get(runId); // LiveRun | undefined
+ * ```
+ */
+export class RunStateFollower {
+  private readonly runs: LiveRuns;
+  private readonly options: RunStateFollowerOptions;
+  private readonly controller = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** Last stream sequence folded (or known to hold nothing to fold). */
+  private position = 0;
+  private waiters: { readonly seq: number; readonly resolve: () => void }[] = [];
+
+  /**
+   * Per workspace, the stream sequence of the last run end folded here that the read model may
+   * not hold yet: what reads of the runs table (the token quota) must wait for, having shown it.
+   */
+  private readonly endsAhead = new Map<string, number>();
+
+  constructor(options: RunStateFollowerOptions) {
+    this.options = options;
+    this.runs = new LiveRuns({
+      ...options,
+      onTerminal: (run) => {
+        this.endsAhead.delete(run.row.workspace_id);
+        this.endsAhead.set(run.row.workspace_id, run.row.last_seq);
+        if (this.endsAhead.size > MAX_WORKSPACES_AHEAD) this.endsAhead.delete(this.endsAhead.keys().next().value!);
+        options.onTerminal?.(run);
+      },
+    });
+  }
+
+  /** The sequence a reader of the workspace's runs in Postgres should wait for, if any (see {@link settled}). */
+  endAhead(workspaceId: string): number | undefined {
+    return this.endsAhead.get(workspaceId);
+  }
+
+  /** The read model has reached `seq` for the workspace: no wait needed any more for that end. */
+  settled(workspaceId: string, seq: number): void {
+    if (this.endsAhead.get(workspaceId) === seq) this.endsAhead.delete(workspaceId);
+  }
+
+  /** Starts following from the stream's head; resolves once the follow is set up. */
+  async start(): Promise<void> {
+    const from = (await this.options.store.lastSequence()) + 1;
+    this.position = from - 1;
+    this.loop = this.follow(from);
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await this.loop;
+    for (const waiter of this.waiters) waiter.resolve();
+    this.waiters = [];
+  }
+
+  get(runId: string): LiveRun | undefined {
+    return this.runs.get(runId);
+  }
+
+  get heldRuns(): number {
+    return this.runs.size;
+  }
+
+  /**
+   * Resolves true once every event up to the stream's current head is folded (read-your-writes
+   * for a run another request just created), false after `timeoutMs`.
+   */
+  async catchUp(timeoutMs = 1000): Promise<boolean> {
+    const head = await this.options.store.lastSequence();
+    if (this.position >= head) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((waiter) => waiter !== entry);
+        resolve(false);
+      }, timeoutMs);
+      const entry = {
+        seq: head,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(this.position >= head);
+        },
+      };
+      this.waiters.push(entry);
+    });
+  }
+
+  private async follow(from: number): Promise<void> {
+    const { signal } = this.controller;
+    let next = from;
+    while (!signal.aborted) {
+      try {
+        for await (const result of this.options.store.followChecked(this.options.filter, next, signal)) {
+          if (result.ok) this.runs.apply([result.stored]);
+          this.advance(result.ok ? result.stored.seq : result.corrupt.seq);
+        }
+        if (signal.aborted) return;
+        // The follow ended without being asked to (its consumer closed, e.g. in a NATS failover):
+        // frozen runs would be served for ever, so it is a failure like any other.
+        throw new Error('the follow of the stream ended');
+      } catch (error) {
+        if (signal.aborted) return;
+        this.options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'run state follower lost the stream; following again from its head');
+        this.runs.clear();
+        await new Promise((resolve) => setTimeout(resolve, this.options.retryMs ?? 1000).unref());
+        try {
+          next = (await this.options.store.lastSequence()) + 1;
+          this.advance(next - 1);
+        } catch {
+          // The next attempt tries again.
+        }
+      }
+    }
+  }
+
+  private advance(seq: number): void {
+    if (seq <= this.position) return;
+    this.position = seq;
+    if (this.waiters.length === 0) return;
+    const ready = this.waiters.filter((waiter) => waiter.seq <= seq);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((waiter) => waiter.seq > seq);
+    for (const waiter of ready) waiter.resolve();
+  }
+}

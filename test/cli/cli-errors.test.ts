@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { CURRENT_VERSION } from '../../src/events/catalogue/index.ts';
+import { runCli } from '../support/cli.ts';
+import { isolatedConfig } from '../support/isolation.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+
+/** Nothing listens on port 9 (discard): a service that cannot be reached. */
+const NOWHERE = { NATS_URL: 'nats://127.0.0.1:9' };
+
+describe('adsagent errors say what to do next', function () {
+  this.timeout(120_000);
+
+  describe('refused before connecting to anything (exit 2)', () => {
+    // NATS is unreachable in this configuration: these answers cannot depend on it.
+    const config = isolatedConfig('clierrors-offline', NOWHERE);
+
+    it('events tail --type with an unknown type is an error listing every known type, exit 2', async () => {
+      const result = await runCli(config, ['events', 'tail', '--type', 'NoSuchType']);
+      expect(result.code).to.equal(2);
+      expect(result.stdout).to.equal('');
+      expect(result.stderr).to.include("unknown event type 'NoSuchType'");
+      for (const type of Object.keys(CURRENT_VERSION)) expect(result.stderr).to.include(type);
+    });
+
+    it('events tail with a bad --since or --from-seq shows a value that works', async () => {
+      const since = await runCli(config, ['events', 'tail', '--since', 'yesterday']);
+      expect(since.code).to.equal(2);
+      expect(since.stderr).to.match(/--since must be a time, e\.g\. --since 20\d\d-/);
+      const fromSeq = await runCli(config, ['events', 'tail', '--from-seq', '0']);
+      expect(fromSeq.code).to.equal(2);
+      expect(fromSeq.stderr).to.include('e.g. --from-seq 1');
+    });
+
+    it('an unknown option names it and prints the usage, exit 2', async () => {
+      const result = await runCli(config, ['workspace', 'create', '--nme', 'Acme']);
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.include("'--nme'").and.include('usage: adsagent');
+    });
+
+    it('no command at all says so and prints the usage, exit 2; --help prints it on stdout, exit 0', async () => {
+      const none = await runCli(config, []);
+      expect(none.code).to.equal(2);
+      expect(none.stderr).to.include('no command given').and.include('usage: adsagent');
+      const help = await runCli(config, ['--help']);
+      expect(help.code).to.equal(0);
+      expect(help.stdout).to.include('usage: adsagent').and.include('--json');
+    });
+
+    it('an unreachable NATS names the URL and how to start it, exit 1', async () => {
+      const result = await runCli(config, ['workspace', 'create', '--name', 'Acme']);
+      expect(result.code).to.equal(1);
+      expect(result.stderr).to.include('cannot reach NATS at nats://127.0.0.1:9').and.match(/deploy\/ensure-services\.sh|NATS_URL/);
+    });
+  });
+
+  describe('against a running service', () => {
+    let svc: TestService;
+    before(async () => {
+      svc = await startTestService('clierrors', { ROLES: 'http,projectors' });
+    });
+    after(async () => svc?.stop());
+
+    it('an unknown command points to the list of commands, exit 2', async () => {
+      const result = await runCli(svc.config, ['workspace', 'delete', 'x']);
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.include("unknown command 'workspace delete x'").and.include('usage: adsagent');
+    });
+
+    it('a missing argument shows the flag to add, exit 2', async () => {
+      const result = await runCli(svc.config, ['key', 'create', '--scope', 'read']);
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.include('missing --workspace: add --workspace WS');
+      const revoke = await runCli(svc.config, ['key', 'revoke']);
+      expect(revoke.code).to.equal(2);
+      expect(revoke.stderr).to.include('adsagent key revoke KEY_ID');
+    });
+
+    it('a bad value lists the allowed ones and repeats what was given, exit 2', async () => {
+      const result = await runCli(svc.config, ['key', 'create', '--workspace', 'x', '--scope', 'superuser']);
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.include("--scope must be one of read, write, admin (got 'superuser')");
+    });
+
+    it('an unknown id says where ids come from, exit 1', async () => {
+      const result = await runCli(svc.config, ['killswitch', 'on', '--workspace', '00000000-0000-4000-8000-000000000000']);
+      expect(result.code).to.equal(1);
+      expect(result.stderr).to.include('Workspace not found').and.include('Next: check the id').and.include('adsagent workspace create');
+    });
+  });
+});

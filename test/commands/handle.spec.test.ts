@@ -1,0 +1,232 @@
+import { expect } from 'chai';
+import { Commands } from '../../commands/command-bus.ts';
+import { loadQuota, loadWorkspace } from '../../commands/queries.ts';
+import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
+import { Aggregates } from '../../commands/shared/aggregates.ts';
+import { CommandContentionError } from '../../commands/shared/handle.ts';
+import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
+import { WorkspaceNotFoundError } from '../../commands/errors.ts';
+import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
+import { InMemoryEventStore } from '../../src/event-store/in-memory-event-store.ts';
+import { streams, Subjects } from '../../src/event-store/subjects.ts';
+import type { StoredEvent, SubjectPosition } from '../../src/event-store/event-store.ts';
+import type { EventEnvelope, UnsealedEvent } from '../../src/events/envelope.ts';
+import { newEvent } from '../../commands/shared/new-event.ts';
+import { transcriptDecider } from '../../commands/run/transcript.ts';
+
+/** `handle` (commands/shared/handle.ts) on the in-memory store: load, decide, append with the expected sequence, retry on conflict. */
+const meta = { actor: { kind: 'operator' as const, id: 'op' }, correlationId: 'c' };
+
+describe('handle: commands on the in-memory event store (specs)', () => {
+  let store: InMemoryEventStore;
+  let commands: Commands;
+  const subjects = new Subjects('spec');
+
+  beforeEach(() => {
+    store = new InMemoryEventStore();
+    commands = new Commands(new Aggregates(store, subjects, null));
+  });
+
+  const createWorkspace = () => commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+  const engage = (options?: { maxAttempts: number }) =>
+    commands.handle(workspaceDecider, { type: 'SetKillSwitch', workspaceId: 'ws', engaged: true, reason: 'r', meta }, options);
+
+  it('appends what the decider decides on the command’s subject, and the query reads it back', async () => {
+    const created = await createWorkspace();
+    expect(created.appended.map((s) => s.subject)).to.deep.equal([subjects.forAggregate(streams.workspace('ws'))]);
+    expect(created.state.exists).to.equal(true);
+    await engage();
+    const fresh = new Aggregates(store, subjects, null);
+    expect((await loadWorkspace(fresh, 'ws')).state.killSwitch.engaged).to.equal(true);
+  });
+
+  it('appends nothing when the decision is nothing', async () => {
+    await createWorkspace();
+    await engage();
+    const before = await store.lastSequence();
+    const again = await engage();
+    expect(again.appended).to.deep.equal([]);
+    expect(await store.lastSequence()).to.equal(before);
+  });
+
+  it('passes a refusal through without retrying or appending', async () => {
+    let thrown: unknown;
+    await engage().catch((error: unknown) => (thrown = error));
+    expect(thrown).to.be.instanceOf(WorkspaceNotFoundError);
+    expect(await store.lastSequence()).to.equal(0);
+  });
+
+  it('decides again after losing a race: 15 concurrent reservations of the day get slots 1..15, each once', async () => {
+    const reserve = (actionId: string) =>
+      commands.handle(quotaDecider, { type: 'ReserveAutoApplySlot', workspaceId: 'ws', accountId: 'acc', day: '2026-11-21', actionId, cap: 20, touch: { kind: 'none' }, meta });
+    await Promise.all(Array.from({ length: 15 }, (_, i) => reserve(`a${i}`)));
+    const { state } = await loadQuota(new Aggregates(store, subjects, null), 'ws', 'acc', '2026-11-21');
+    expect([...state.actionIds].sort()).to.deep.equal(Array.from({ length: 15 }, (_, i) => `a${i}`).sort());
+    expect(await store.lastSequence()).to.equal(15);
+  });
+
+  it('gives up with CommandContentionError when every attempt loses the race', async () => {
+    /** A rival writer that appends to the subject just before each of our appends. */
+    class RivalFirst extends InMemoryEventStore {
+      rivals = 0;
+      override async append<E extends EventEnvelope>(subject: string, events: readonly UnsealedEvent[], expected: SubjectPosition): Promise<StoredEvent<E>[]> {
+        this.rivals++;
+        const rival = newEvent('AutoApplySlotReserved', { action_id: `rival-${this.rivals}`, day: '2026-11-21', slot: this.rivals }, streams.quota('ws', 'acc', '2026-11-21'), meta);
+        await super.append(subject, [rival], await this.positionOf(subject));
+        return super.append<E>(subject, events, expected);
+      }
+    }
+    const contended = new RivalFirst();
+    const losing = new Commands(new Aggregates(contended, subjects, null));
+    let thrown: unknown;
+    const reserve = { type: 'ReserveAutoApplySlot', workspaceId: 'ws', accountId: 'acc', day: '2026-11-21', actionId: 'mine', cap: 20, touch: { kind: 'none' }, meta } as const;
+    await losing.handle(quotaDecider, reserve, { maxAttempts: 3 }).catch((error: unknown) => (thrown = error));
+    expect(thrown).to.be.instanceOf(CommandContentionError);
+    expect(thrown).to.include({ attempts: 3, subject: subjects.forAggregate(streams.quota('ws', 'acc', '2026-11-21')) });
+    expect(contended.rivals).to.equal(3);
+  });
+
+  /** A store whose stream is unreachable for its first `outages` appends (a cluster electing a leader). */
+  class FlakyStore extends InMemoryEventStore {
+    failures = 0;
+    outages: number;
+    constructor(outages: number) {
+      super();
+      this.outages = outages;
+    }
+    override async append<E extends EventEnvelope>(subject: string, events: readonly UnsealedEvent[], expected: SubjectPosition): Promise<StoredEvent<E>[]> {
+      if (this.failures < this.outages) {
+        this.failures++;
+        throw new EventStoreUnavailableError(`append to ${subject} failed: no responders`);
+      }
+      return super.append<E>(subject, events, expected);
+    }
+  }
+
+  it('given an event log that is unreachable for a moment, when a background command rides it out, then it is appended once', async () => {
+    const flaky = new FlakyStore(3);
+    const background = new Commands(new Aggregates(flaky, subjects, null), { outageRideThroughMs: 5000 });
+    const created = await background.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    expect(created.appended).to.have.length(1);
+    expect(flaky.failures).to.equal(3);
+    expect(await flaky.lastSequence()).to.equal(1);
+  });
+
+  it('given an unreachable event log, when an API command (no ride-through) is handled, then it fails at once with the outage', async () => {
+    const flaky = new FlakyStore(1);
+    const api = new Commands(new Aggregates(flaky, subjects, null));
+    let thrown: unknown;
+    await api.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta }).catch((error: unknown) => (thrown = error));
+    expect(thrown).to.be.instanceOf(EventStoreUnavailableError);
+    expect(await flaky.lastSequence()).to.equal(0);
+  });
+
+  it('given an outage longer than the ride-through, then the command fails with the outage instead of waiting for ever', async () => {
+    const flaky = new FlakyStore(Number.POSITIVE_INFINITY);
+    const background = new Commands(new Aggregates(flaky, subjects, null), { outageRideThroughMs: 300 });
+    const started = Date.now();
+    let thrown: unknown;
+    await background.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta }).catch((error: unknown) => (thrown = error));
+    expect(thrown).to.be.instanceOf(EventStoreUnavailableError);
+    expect(Date.now() - started).to.be.within(300, 3000);
+  });
+
+  it('given an event log that cannot be read for a moment, when background work queries an aggregate, then it waits and reads it; an API view fails at once', async () => {
+    /** Reads of the last event fail twice, as during a leader election. */
+    class FlakyReads extends InMemoryEventStore {
+      failures = 0;
+      override async lastOfChecked(subject: string) {
+        if (this.failures < 2) {
+          this.failures++;
+          throw new EventStoreUnavailableError(`reading the last event of ${subject} failed: no responders`);
+        }
+        return super.lastOfChecked(subject);
+      }
+    }
+    const flaky = new FlakyReads();
+    const background = new Aggregates(flaky, subjects, null, { outageRideThroughMs: 5000 });
+    await new Commands(background).handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    expect(flaky.failures).to.equal(2);
+    flaky.failures = 0;
+    let thrown: unknown;
+    await loadWorkspace(background.withOptions({ outageRideThroughMs: 0 }), 'ws').catch((error: unknown) => (thrown = error));
+    expect(thrown).to.be.instanceOf(EventStoreUnavailableError);
+    expect((await loadWorkspace(background, 'ws')).state.exists).to.equal(true);
+  });
+
+  it('a corrupt message on the subject changes no decision, and the next append expects its sequence', async () => {
+    await createWorkspace();
+    const subject = subjects.forAggregate(streams.workspace('ws'));
+    const corrupt = store.appendRaw(subject, '{"type":"KillSwitchEngaged", not json');
+    const engaged = await engage();
+    expect(engaged.appended).to.have.length(1);
+    expect(engaged.appended[0]!.seq).to.equal(corrupt + 1);
+    expect(engaged.state.killSwitch.engaged).to.equal(true);
+  });
+
+  it('de-duplicates a retried event id within the window, and stores it again after', async () => {
+    let now = 0;
+    const windowed = new InMemoryEventStore({ duplicateWindowMs: 1000, clock: () => now });
+    const other = new Commands(new Aggregates(windowed, subjects, null));
+    const created = await other.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    const event = created.appended[0]!.event;
+    const { hash: _hash, prev_hash: _prev, ...unsealed } = event as typeof event & { key_id?: string };
+    const subject = subjects.forAggregate(streams.workspace('ws'));
+    const [again] = await windowed.append(subject, [unsealed], { lastSequence: 1, lastHash: event.hash });
+    expect(again!.seq).to.equal(1);
+    now = 1001;
+    const [later] = await windowed.append(subject, [unsealed], { lastSequence: 1, lastHash: event.hash });
+    expect(later!.seq).to.equal(2);
+  });
+  describe('preferRemembered (a writer that is usually its subject\'s only one)', () => {
+    const runSubject = subjects.forAggregate(streams.run('ws', 'acc', 'run-1'));
+    const call = (index: number) => ({ run_id: 'run-1', index, name: 'list_campaigns', input: {}, ok: true, output: {}, duration_ms: 1 });
+    const record = (writer: Commands, index: number) =>
+      writer.handle(transcriptDecider, { type: 'RecordToolCall', workspaceId: 'ws', accountId: 'acc', call: call(index), meta }, { preferRemembered: true });
+
+    /** Counts the reads that ask the store for a subject's newest event (what a load costs). */
+    class CountingStore extends InMemoryEventStore {
+      lastReads = 0;
+      override async lastOfChecked(subject: string) {
+        this.lastReads++;
+        return super.lastOfChecked(subject);
+      }
+    }
+
+    it('appends on the state it remembers, without asking the store for the subject\'s newest event', async () => {
+      const counting = new CountingStore();
+      const writer = new Commands(new Aggregates(counting, subjects, null));
+      await record(writer, 1);
+      const readsAfterFirst = counting.lastReads;
+      for (let index = 2; index <= 5; index++) await record(writer, index);
+      expect(counting.lastReads).to.equal(readsAfterFirst);
+      const { state } = await new Aggregates(counting, subjects, null).load(transcriptDecider, streams.run('ws', 'acc', 'run-1'));
+      expect(state.toolCalls).to.equal(5);
+      expect((await counting.lastSequence())).to.equal(5);
+    });
+
+    it('decides again on a fresh load when another writer moved the subject meanwhile', async () => {
+      const mine = new Commands(new Aggregates(store, subjects, null));
+      const other = new Commands(new Aggregates(store, subjects, null));
+      await record(mine, 1);
+      await record(other, 2);
+      const third = await record(mine, 3);
+      expect(third.appended).to.have.length(1);
+      expect(third.appended[0]!.seq).to.equal(3);
+      expect(third.state.toolCalls).to.equal(3);
+    });
+
+    it('takes neither a "nothing to do" nor a refusal from a remembered state: a retried call recorded elsewhere is not written twice', async () => {
+      const mine = new Commands(new Aggregates(store, subjects, null));
+      const other = new Commands(new Aggregates(store, subjects, null));
+      await record(mine, 1);
+      await record(other, 2);
+      // Remembered: 1 call, so index 2 looks new; the fresh state says it is recorded already.
+      const retried = await record(mine, 2);
+      expect(retried.appended).to.deep.equal([]);
+      expect(retried.state.toolCalls).to.equal(2);
+      expect(await store.lastSequence()).to.equal(2);
+      expect((await store.lastOf(runSubject))!.event.data).to.include({ index: 2 });
+    });
+  });
+});
