@@ -1,5 +1,4 @@
 import {
-  DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
   type JetStreamClient,
@@ -13,6 +12,7 @@ import { EventAdmission, type AdmissionResult } from '../events/event-admission.
 import type { EventSigner } from '../events/signing/event-signer.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode, EventStoreUnavailableError } from './errors.ts';
 import { isNatsUnavailable } from './nats-unavailable.ts';
+import { lastMatchingSeq, orderedRead, type ReadStall } from './ordered-read.ts';
 import {
   EMPTY_POSITION,
   EVENT_TYPE_HEADER,
@@ -42,6 +42,10 @@ export interface EventStoreOptions {
   readonly admission?: EventAdmission;
   /** Signs every append; absent only for read-only use (an offline audit) and legacy-shaped test fixtures. */
   readonly signer?: EventSigner;
+  /** Told when an ordered read stalled and went on with a new consumer (its server went away). */
+  readonly onReadStall?: (stall: ReadStall) => void;
+  /** How often a waiting read checks for a stall (tests shorten it). */
+  readonly readStallCheckMs?: number;
 }
 
 /**
@@ -69,6 +73,7 @@ export class JetStreamEventStore implements EventStore {
   readonly admission: EventAdmission;
 
   private readonly signer: EventSigner | undefined;
+  private readonly readStallOptions: { readonly onStall?: (stall: ReadStall) => void; readonly stallCheckMs?: number };
 
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
@@ -86,6 +91,7 @@ export class JetStreamEventStore implements EventStore {
     this.validator = options.validator ?? eventValidator();
     this.admission = options.admission ?? new EventAdmission({ validator: this.validator });
     this.signer = options.signer;
+    this.readStallOptions = { onStall: options.onReadStall, stallCheckMs: options.readStallCheckMs };
   }
 
   /**
@@ -260,27 +266,9 @@ export class JetStreamEventStore implements EventStore {
    * disconnecting) leaves no consumer behind on the server.
    */
   async *followRaw(filter: string, fromSeq: number, signal: AbortSignal): AsyncGenerator<RawStoredMessage> {
-    if (signal.aborted) return;
-    const consumer = await this.js.consumers.get(this.streamName, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
-    });
-    let messages: Awaited<ReturnType<typeof consumer.consume>> | undefined;
-    const stop = () => messages?.stop();
-    signal.addEventListener('abort', stop, { once: true });
-    try {
+    for await (const message of orderedRead(this.js, this.jsm, this.streamName, { filter, fromSeq, signal, batch: 256, ...this.readStallOptions })) {
       if (signal.aborted) return;
-      messages = await consumer.consume({ max_messages: 256 });
-      if (signal.aborted) return;
-      for await (const message of messages) {
-        if (signal.aborted) return;
-        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
-      }
-    } finally {
-      signal.removeEventListener('abort', stop);
-      messages?.stop();
-      await consumer.delete().catch(() => undefined);
+      yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
     }
   }
 
@@ -307,25 +295,12 @@ export class JetStreamEventStore implements EventStore {
     // Where the read ends is decided up front, from the last message the filter matches:
     // nats-server 2.9 over-counts num_pending for wildcard filters, so "nothing pending"
     // cannot be trusted to end a read (it left history pages waiting forever).
-    const lastMatching = await this.jsm.direct.getMessage(this.streamName, { last_by_subj: filter });
-    if (!lastMatching) return;
-    const end = Math.min(uptoSeq ?? lastMatching.seq, lastMatching.seq);
+    const lastMatching = await lastMatchingSeq(this.jsm, this.streamName, filter);
+    if (lastMatching === 0) return;
+    const end = Math.min(uptoSeq ?? lastMatching, lastMatching);
     if (end < fromSeq) return;
-    const consumer = await this.js.consumers.get(this.streamName, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, fromSeq),
-    });
-    const messages = await consumer.consume({ max_messages: 512 });
-    try {
-      for await (const message of messages) {
-        if (message.seq > end) break;
-        yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
-        if (message.seq >= end) break;
-      }
-    } finally {
-      messages.stop();
-      await consumer.delete().catch(() => undefined);
+    for await (const message of orderedRead(this.js, this.jsm, this.streamName, { filter, fromSeq, endSeq: end, batch: 512, ...this.readStallOptions })) {
+      yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
     }
   }
 }

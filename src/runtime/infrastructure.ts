@@ -6,6 +6,7 @@ import { Aggregates } from '../../commands/shared/aggregates.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrator.ts';
+import type { ReadStall } from '../event-store/ordered-read.ts';
 import { JetStreamEventStore } from '../event-store/jetstream-event-store.ts';
 import { connectNats } from '../event-store/nats-connection.ts';
 import { SnapshotStore } from '../event-store/snapshot-store.ts';
@@ -42,6 +43,8 @@ export interface InfrastructureOptions {
   readonly notice?: (message: string) => void;
   /** Verify with these public key files only and never touch the private key (offline audit); this process cannot append. */
   readonly publicKeyFiles?: readonly string[];
+  /** Told when a read of the stream stalled (its consumer's server went away) and went on with a new consumer. */
+  readonly onReadStall?: (stall: ReadStall) => void;
 }
 
 export async function openInfrastructure(config: Config, clientName: string, options: InfrastructureOptions = {}): Promise<Infrastructure> {
@@ -59,7 +62,7 @@ export async function openInfrastructure(config: Config, clientName: string, opt
     const subjects = new Subjects(config.subjectPrefix);
     await ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas });
     const snapshots = await SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas);
-    const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer });
+    const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer, onReadStall: options.onReadStall });
     const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded });
     // From here on every reader of this store believes only events signed by a known key
     // (or legacy events from before signing); anything else is quarantined or marked.

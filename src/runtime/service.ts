@@ -54,7 +54,10 @@ export interface RunningService {
  * in its own process; none keeps state another copy would need.
  */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`, { notice: (message) => logger.info(message) });
+  const infrastructure = await openInfrastructure(config, `ads-agent-runs:${config.roles.join('+')}`, {
+    notice: (message) => logger.info(message),
+    onReadStall: (stall) => logger.warn({ filter: stall.filter, waiting_for: stall.waitingFor, last_matching: stall.lastMatching }, 'a read of the event stream stalled (its NATS server went away); it goes on with a new consumer'),
+  });
   const { database, store, aggregates, commands, nc, js, jsm, subjects } = infrastructure;
   watchNatsServerErrors(nc, (message) => logger.error({ nats_error: message }, 'NATS refused an operation; if it is a permission, compare deploy/nats/auth.conf with EVENT_STREAM and EVENT_SUBJECT_PREFIX'));
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
