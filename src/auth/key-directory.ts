@@ -116,6 +116,14 @@ export class KeyDirectory {
     return hit;
   }
 
+  /**
+   * Whether this key id's ApiKeyIssued was seen on the wire and its record is not cached yet:
+   * a real key a client may use the moment it is issued, before the read model has it here.
+   */
+  issuedJustNow(keyId: string): boolean {
+    return this.issuedSeen.has(keyId) && !this.cache.has(keyId);
+  }
+
   async find(keyId: string): Promise<KeyRecord | null> {
     const cached = this.cached(keyId);
     if (cached === 'unknown') return null;

@@ -53,6 +53,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     } else {
       const cached = keys.cached(presented.keyId);
       if (cached !== undefined) authentication = verifyKey(presented.secret, cached === 'unknown' ? null : cached);
+      // Issued a moment ago and still on its way into the cache: a real key id (a flood of made-up
+      // ones never gets here), so it is looked up before its address's budget is charged.
+      else if (keys.issuedJustNow(presented.keyId)) authentication = verifyKey(presented.secret, await keys.find(presented.keyId));
     }
     if (authentication?.kind !== 'authenticated') spend(ctx, addressBuckets, perAddress, clientAddressSubject(ctx.ip));
     if (!authentication && !(presented instanceof UnauthorizedError)) {
