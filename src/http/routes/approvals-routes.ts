@@ -16,7 +16,7 @@ import { approveAction } from '../../../commands/action/approve-action.ts';
 import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
 import { findApproval, listApprovals, type ApprovalRow } from '../../../projections/approvals/approval-view.ts';
 import type { Principal } from '../../auth/scopes.ts';
-import { json, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
+import { json, problem, PROBLEM_MEDIA_TYPE, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
 import { toApprovalRepresentation } from '../representations/action-representation.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
 import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
@@ -205,7 +205,25 @@ export const approveActionRoute = route<Record<string, never>, ApproveBody>({
       },
     },
   },
-  responses: { ...decisionResponses('approved'), '403': responseRef('ApproveForbidden') },
+  responses: {
+    ...decisionResponses('approved'),
+    '403': responseRef('ApproveForbidden'),
+    // An edit is checked against the platform: two more answers than a plain approve.
+    '404': {
+      description:
+        'No such account (`account-not-found`) or no action `actionId` in it (`action-not-found`); another workspace’s look exactly the same. ' +
+        'With an `edit`: the action’s campaign no longer exists on the platform (`campaign-not-found`).',
+      headers: requestIdHeader,
+      content: problem(),
+    },
+    '409': {
+      description:
+        'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`). ' +
+        'With an `edit`: the account has no connected platform to check the edit against (`account-not-connected`).',
+      headers: requestIdHeader,
+      content: { [PROBLEM_MEDIA_TYPE]: { schema: { anyOf: [ref('ActionNotInQueueProblem'), ref('Problem')] } } },
+    },
+  },
   handler: decision(approveWithEdit),
 });
 
