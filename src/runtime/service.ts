@@ -126,14 +126,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await liveRuns.start();
     // Same caches, but reads and writes of an API request fail at once when the log is unreachable.
     const apiAggregates = aggregates.withOptions({ outageRideThroughMs: 0 });
+    const apiCommands = new Commands(apiAggregates);
     const api: ApiContext = {
       platform,
-      proposals,
+      // The target endpoint proposes through the same policy as the agent, without its ride-through.
+      proposals: new ProposalService(apiCommands, new ApprovalsAppliedChangeLookup(database.db), { platform }),
       config,
       logger,
       db: database.db,
       // An API request does not wait out an event-log outage: the client gets 503 with Retry-After at once.
-      commands: new Commands(apiAggregates),
+      commands: apiCommands,
       aggregates: apiAggregates,
       store,
       subjects,

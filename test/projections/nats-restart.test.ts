@@ -1,3 +1,4 @@
+import { OUTAGE_RIDE_THROUGH_MS } from '../../commands/shared/outage.ts';
 import { expect } from 'chai';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
@@ -75,16 +76,25 @@ describe('a NATS crash in the middle of a stream of appends', function () {
 
   it('answers API clients 503 instead of hanging or 500 while NATS is down, and recovers by itself', async () => {
     const { startTestService } = await import('../support/test-service.ts');
+    const { campaignsByStrategy, targetPath } = await import('../safe-apply/helpers.ts');
     const svc = await startTestService('natsoutage-api', { NATS_URL: nats.url });
     try {
       const tenant = await svc.tenant();
       const post = () => svc.request('POST', '/api/v1/runs', { key: tenant.keys.write, body: { brief: 'b', project_id: tenant.accounts.disconnected } });
+      const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+      const proposeTarget = () =>
+        svc.request('POST', targetPath(tenant.accounts.sandbox, cpa.id), { key: tenant.keys.write, body: { target_cpa: cpa.bidding_strategy.target_cpa! * 1.05, reason: 'outage test' } });
       await nats.kill();
       const started = Date.now();
       const during = await post();
       expect(during.status).to.equal(503);
       expect(during.headers.get('retry-after')).to.be.a('string');
       expect(Date.now() - started, 'answers within the request timeout, never hangs').to.be.below(20_000);
+      // Like every API write, the target endpoint does not wait out the outage (the workers' 15 s ride-through).
+      const proposalStarted = Date.now();
+      const proposal = await proposeTarget();
+      expect(proposal.status, await proposal.clone().text()).to.equal(503);
+      expect(Date.now() - proposalStarted, 'a target proposal answers 503 without riding the outage out').to.be.below(OUTAGE_RIDE_THROUGH_MS);
       await nats.restart();
       await eventually(async () => expect((await post()).status).to.equal(202), 30_000, 500);
     } finally {
