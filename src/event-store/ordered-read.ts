@@ -1,5 +1,5 @@
 import { DeliverPolicy, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
-import { isNatsUnavailable } from './nats-unavailable.ts';
+import { retryWhileNatsUnavailable } from './nats-retry.ts';
 
 /** How often a read waiting on the server checks whether it should have had a message by now. */
 export const READ_STALL_CHECK_MS = 2000;
@@ -58,7 +58,7 @@ export async function* orderedRead(js: JetStreamClient, jsm: JetStreamManager, s
     // A first consumer that cannot be made is the caller's error (an outage it reports). After a
     // stall the cluster is usually electing leaders: a follow waits for it as long as it is
     // wanted, a bounded read for RESTART_WITHIN_MS.
-    const consumer = restartedAt === undefined ? await open() : await retryWhileUnavailable(open, signal, endSeq === undefined ? Infinity : restartedAt + RESTART_WITHIN_MS);
+    const consumer = restartedAt === undefined ? await open() : await retryWhileNatsUnavailable(open, { signal, deadline: endSeq === undefined ? Infinity : restartedAt + RESTART_WITHIN_MS });
     if (consumer === undefined) return;
     let messages: ConsumerMessages | undefined;
     const stopOnAbort = () => messages?.stop();
@@ -114,20 +114,6 @@ export async function* orderedRead(js: JetStreamClient, jsm: JetStreamManager, s
 
 /** How long a bounded read that stalled keeps trying to make its next consumer. */
 const RESTART_WITHIN_MS = 15_000;
-const RESTART_BACKOFF_MS = [100, 250, 500, 1000, 2000] as const;
-
-/** `attempt()` again while it fails for want of a server, until `deadline` (then it throws) or an abort (undefined). */
-async function retryWhileUnavailable<T>(attempt: () => Promise<T>, signal: AbortSignal | undefined, deadline: number): Promise<T | undefined> {
-  for (let failures = 0; ; failures++) {
-    if (signal?.aborted) return undefined;
-    try {
-      return await attempt();
-    } catch (error) {
-      if (!isNatsUnavailable(error) || Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, RESTART_BACKOFF_MS[Math.min(failures, RESTART_BACKOFF_MS.length - 1)]).unref());
-    }
-  }
-}
 
 /** The last stream sequence `filter` matches (0 when none). */
 export async function lastMatchingSeq(jsm: JetStreamManager, stream: string, filter: string): Promise<number> {

@@ -6,6 +6,7 @@ import { Aggregates } from '../../commands/shared/aggregates.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrator.ts';
+import { duringStartup } from '../event-store/nats-retry.ts';
 import type { ReadStall } from '../event-store/ordered-read.ts';
 import { JetStreamEventStore } from '../event-store/jetstream-event-store.ts';
 import { connectNats } from '../event-store/nats-connection.ts';
@@ -60,10 +61,11 @@ export async function openInfrastructure(config: Config, clientName: string, opt
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
     const subjects = new Subjects(config.subjectPrefix);
-    await ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas });
-    const snapshots = await SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas);
+    // Each step is idempotent, and a cluster under load or electing a leader may not answer at once.
+    await duringStartup(() => ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas }));
+    const snapshots = await duringStartup(() => SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas));
     const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer, onReadStall: options.onReadStall });
-    const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded });
+    const signing = await duringStartup(() => openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded }));
     // From here on every reader of this store believes only events signed by a known key
     // (or legacy events from before signing); anything else is quarantined or marked.
     store.admission.useAuthenticity(signing.verifier);

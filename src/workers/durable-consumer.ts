@@ -1,4 +1,5 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Consumer, type ConsumerInfo, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { duringStartup } from '../event-store/nats-retry.ts';
 
 /** The durable pull consumer a worker role shares across its processes. */
 export interface DurableConsumerSpec {
@@ -34,6 +35,11 @@ function drifted(info: ConsumerInfo, spec: DurableConsumerSpec): boolean {
  * ```
  */
 export async function ensureDurableConsumer(js: JetStreamClient, jsm: JetStreamManager, spec: DurableConsumerSpec): Promise<Consumer> {
+  // An R3 consumer on a loaded cluster (or one electing a leader) can take longer than one API timeout to create.
+  return duringStartup(() => ensureOnce(js, jsm, spec));
+}
+
+async function ensureOnce(js: JetStreamClient, jsm: JetStreamManager, spec: DurableConsumerSpec): Promise<Consumer> {
   let info: ConsumerInfo | null = null;
   try {
     info = await jsm.consumers.info(spec.stream, spec.durableName);

@@ -52,7 +52,13 @@ describe('scale-out: a 3-node NATS cluster, two HTTP and two agent-worker proces
     const port = await freePort();
     const child = spawn(process.execPath, ['src/main.ts'], {
       env: { ...process.env, ...serviceEnv(svc.config), LOG_LEVEL: 'info', EVENT_STREAM_REPLICAS: '3', ROLES: roles, HOST: '127.0.0.1', PORT: String(port) },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // Start-up failures are one line on stderr: kept for the failure message (and the log dir).
+    let errors = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (process.env.CLUSTER_TEST_LOG_DIR) appendFileSync(`${process.env.CLUSTER_TEST_LOG_DIR}/${name}.stderr.log`, chunk);
+      errors = (errors + chunk.toString()).slice(-4000);
     });
     const started = new Promise<void>((resolve, reject) => {
       let log = '';
@@ -62,7 +68,7 @@ describe('scale-out: a 3-node NATS cluster, two HTTP and two agent-worker proces
         if (log.includes('"msg":"service started"')) resolve();
         if (log.length > 1_000_000) log = log.slice(-10_000);
       });
-      child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it started`)));
+      child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it started; stderr: ${errors.trim()}`)));
       setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000).unref();
     });
     started.catch(() => undefined);
