@@ -6,6 +6,7 @@ import { clientAddressSubject } from '../rate-limit/client-address.ts';
 import { RateLimitedError } from '../rate-limit/rate-limit-errors.ts';
 import { rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
 import { TokenBuckets, type BucketPolicy } from '../rate-limit/token-buckets.ts';
+import { withFastLaneGate, type FastLaneGate } from '../fast-lane.ts';
 
 export interface RateLimitOptions {
   readonly keys: KeyDirectory;
@@ -43,7 +44,15 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     ctx.set(headers);
   };
 
-  return async (ctx, next) => {
+  // What the middleware does for a request with a valid cached key, for the GET fast lane (src/http/fast-lane.ts).
+  const gate: FastLaneGate = (keyId) => {
+    const decision = keyBuckets.take(keyId);
+    // A refused token is not spent: the koa chain takes again and answers the 429.
+    if (!decision.allowed) return undefined;
+    return Object.entries(rateLimitHeaders(perKey, decision)).flat();
+  };
+
+  return withFastLaneGate(async (ctx, next) => {
     // A probe sends no credentials; one that does is checked like any request (it may be after /readyz details).
     if (exemptPaths.has(ctx.path) && !ctx.get('authorization')) return next();
     const presented = presentedKey(ctx.get('authorization'));
@@ -61,5 +70,5 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (authentication?.kind === 'authenticated') spend(ctx, keyBuckets, perKey, authentication.principal.keyId);
     if (authentication) rememberAuthentication(ctx, authentication);
     await next();
-  };
+  }, gate);
 }
