@@ -4,7 +4,7 @@ import { presentedKey, rememberAuthentication, verifyKey, type Authentication } 
 import type { KeyDirectory } from '../../auth/key-directory.ts';
 import { clientAddressSubject } from '../rate-limit/client-address.ts';
 import { RateLimitedError } from '../rate-limit/rate-limit-errors.ts';
-import { rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
+import { RATE_LIMIT_HEADER, RATE_LIMIT_POLICY_HEADER, rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
 import { TokenBuckets, type BucketPolicy } from '../rate-limit/token-buckets.ts';
 import { withFastLaneGate, type FastLaneGate } from '../fast-lane.ts';
 
@@ -49,7 +49,8 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     const decision = keyBuckets.take(keyId);
     // A refused token is not spent: the koa chain takes again and answers the 429.
     if (!decision.allowed) return undefined;
-    return Object.entries(rateLimitHeaders(perKey, decision)).flat();
+    const headers = rateLimitHeaders(perKey, decision);
+    return [RATE_LIMIT_POLICY_HEADER, headers[RATE_LIMIT_POLICY_HEADER]!, RATE_LIMIT_HEADER, headers[RATE_LIMIT_HEADER]!];
   };
 
   return withFastLaneGate(async (ctx, next) => {

@@ -417,12 +417,13 @@ export function runPollFastLane(api: ApiContext): FastLane {
   const liveBodies = liveRunBodies(api);
   const scope = getRunRoute.access;
   if (scope === 'public') throw new Error('the run poll fast lane authenticates as its route does: the route must not be public');
+  // The key lookup the koa path would have counted.
+  const onSent = () => api.keys.countCacheHit();
   return (path, request) => {
     if (!path.startsWith(RUN_POLL_PREFIX)) return undefined;
     const runId = path.slice(RUN_POLL_PREFIX.length);
     const principal = cachedPrincipal(api.keys, request.headers.authorization ?? '', scope);
     if (!principal) return undefined;
-    const onSent = () => api.keys.countCacheHit();
     // Only ids that reached the cache or the follower can hit: the exact lookup is the path check.
     // The same read as the route's own first one (it makes a cached run recent), so declining leaves no trace.
     const cached = api.runCache.get(runId);
