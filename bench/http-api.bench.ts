@@ -26,13 +26,15 @@ import { ServiceMetrics } from '../src/metrics/service-metrics.ts';
  * same run:
  *   1. POST /api/v1/runs, open loop at 500 req/s, one request per idle account (platform `none`);
  *   2. POST /api/v1/runs, closed loop (throughput);
- *   3. GET /api/v1/runs/{id} of a queued run (read model in Postgres);
+ *   3. GET /api/v1/runs/{id} of a queued run (held in memory by the live follower, Postgres as the fallback);
  *   4. GET /api/v1/runs/{id} of a terminal run (served from the in-process cache);
+ * both GETs answered by the runs router's fast lane (src/http/fast-lane.ts) once the key is cached;
  *   5. the per-request cost of request ids, authentication, the access log, metrics and rate
  *      limiting, each alone on the bare koa GET route (so each is measured by itself);
  *   6. the RSS of the all-in-one service (`node src/main.ts`, every role) in its own process,
  *      under the same POST loads (bench/support/service-process.ts).
  * The service runs `http,projectors` only: without workers the runs stay queued.
+ * BENCH_SECTIONS=3,4 runs only those sections (the runs they read are still created, untimed).
  */
 
 const OPEN_LOOP_POSTS = 1_000;
@@ -153,7 +155,10 @@ function expectOnly(outcome: LoadOutcome, status: number, what: string): void {
   }
 }
 
+/** Runs every section; BENCH_SECTIONS=3,4 runs only those (the runs sections 3 and 4 read are still created, untimed). */
 export async function run(): Promise<void> {
+  const only = (process.env.BENCH_SECTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const wanted = (id: string) => only.length === 0 || only.includes(id);
   const svc = await startBenchService('httpapi', { ROLES: 'http,projectors' });
   let bare: BareApp | undefined;
   try {
@@ -173,24 +178,34 @@ export async function run(): Promise<void> {
     const targets = { service: svc.baseUrl, bare: bare.url };
     note(`load generator: autocannon in a separate process (bench/support/load-client.ts); service runs http,projectors in the bench process`);
 
-    // ---- 1. POST, open loop
-    section(`1. POST /api/v1/runs, open loop: ${OPEN_LOOP_POSTS} requests offered at ${OPEN_LOOP_RATE} req/s, one per idle account, vs a bare koa POST route`);
     const post = (url: string, accounts: readonly string[], extra: Partial<LoadPlan>): Promise<LoadOutcome> =>
       externalLoad({ url, method: 'POST', headers, paths: ['/api/v1/runs'], bodies: createBodies(accounts), connections: 64, ...extra });
     expectOnly(await post(targets.service, warmAccounts, { amount: WARM_POSTS, connections: 8 }), 202, 'warm-up POST');
-    await post(targets.bare, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
-    const bareOpen = await post(targets.bare, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
-    const serviceOpen = await post(targets.service, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
-    expectOnly(serviceOpen, 202, 'open-loop POST');
-    reportLoad('POST /runs @500/s', serviceOpen, 'bare koa POST', bareOpen);
-    note(`target: p99 < 15 ms at ${OPEN_LOOP_RATE} req/s — measured ${serviceOpen.p99.toFixed(1)} ms`);
+
+    // ---- 1. POST, open loop
+    if (wanted('1')) {
+      section(`1. POST /api/v1/runs, open loop: ${OPEN_LOOP_POSTS} requests offered at ${OPEN_LOOP_RATE} req/s, one per idle account, vs a bare koa POST route`);
+      await post(targets.bare, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
+      const bareOpen = await post(targets.bare, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
+      const serviceOpen = await post(targets.service, openLoopAccounts, { amount: OPEN_LOOP_POSTS, overallRate: OPEN_LOOP_RATE });
+      expectOnly(serviceOpen, 202, 'open-loop POST');
+      reportLoad('POST /runs @500/s', serviceOpen, 'bare koa POST', bareOpen);
+      note(`target: p99 < 15 ms at ${OPEN_LOOP_RATE} req/s — measured ${serviceOpen.p99.toFixed(1)} ms`);
+    } else {
+      // The GET sections read these runs: created all the same, untimed.
+      expectOnly(await post(targets.service, openLoopAccounts, { amount: OPEN_LOOP_POSTS, connections: 32 }), 202, 'setup POST');
+    }
 
     // ---- 2. POST, closed loop (throughput)
-    section(`2. POST /api/v1/runs, closed loop: ${CLOSED_LOOP_POSTS} requests, 32 connections, one per idle account, vs a bare koa POST route`);
-    const bareClosed = await post(targets.bare, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 });
-    const serviceClosed = await post(targets.service, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 });
-    expectOnly(serviceClosed, 202, 'closed-loop POST');
-    reportLoad('POST /runs', serviceClosed, 'bare koa POST', bareClosed);
+    if (wanted('2')) {
+      section(`2. POST /api/v1/runs, closed loop: ${CLOSED_LOOP_POSTS} requests, 32 connections, one per idle account, vs a bare koa POST route`);
+      const bareClosed = await post(targets.bare, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 });
+      const serviceClosed = await post(targets.service, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 });
+      expectOnly(serviceClosed, 202, 'closed-loop POST');
+      reportLoad('POST /runs', serviceClosed, 'bare koa POST', bareClosed);
+    } else {
+      expectOnly(await post(targets.service, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }), 202, 'setup POST');
+    }
 
     // Run ids come from the read model (the load client does not keep bodies).
     const head = await infra.store.lastSequence();
@@ -204,13 +219,15 @@ export async function run(): Promise<void> {
     getBody = sample;
     const get = (url: string, runIds: readonly string[], seconds: number): Promise<LoadOutcome> =>
       externalLoad({ url, method: 'GET', headers: { authorization: headers.authorization }, paths: runPaths(runIds), connections: 32, seconds });
-    section(`3. GET /api/v1/runs/{id} of a queued run: ${GET_ROUNDS} × ${GET_SECONDS} s, 32 connections over ${queued.length} runs, vs a bare koa GET route sending the same ${Buffer.byteLength(sample)} bytes`);
-    await get(targets.service, queued, 1);
-    await get(targets.bare, queued, 1);
-    const queuedRounds = await alternate(() => get(targets.bare, queued, GET_SECONDS), () => get(targets.service, queued, GET_SECONDS));
-    for (const outcome of queuedRounds.all) expectOnly(outcome, 200, 'GET queued');
-    reportLoad('GET queued run', queuedRounds.subject, 'bare koa GET', queuedRounds.baseline);
-    note(queuedRounds.summary);
+    if (wanted('3')) {
+      section(`3. GET /api/v1/runs/{id} of a queued run: ${GET_ROUNDS} × ${GET_SECONDS} s, 32 connections over ${queued.length} runs, vs a bare koa GET route sending the same ${Buffer.byteLength(sample)} bytes`);
+      await get(targets.service, queued, 1);
+      await get(targets.bare, queued, 1);
+      const queuedRounds = await alternate(() => get(targets.bare, queued, GET_SECONDS), () => get(targets.service, queued, GET_SECONDS));
+      for (const outcome of queuedRounds.all) expectOnly(outcome, 200, 'GET queued');
+      reportLoad('GET queued run', queuedRounds.subject, 'bare koa GET', queuedRounds.baseline);
+      note(queuedRounds.summary);
+    }
 
     // ---- 4. GET of a terminal run
     const cancel = await timed(() =>
@@ -222,23 +239,28 @@ export async function run(): Promise<void> {
     );
     const terminalSample = await (await fetch(`${svc.baseUrl}/api/v1/runs/${canceled[0]}`, { headers })).text();
     getBody = terminalSample;
-    section(`4. GET /api/v1/runs/{id} of a terminal run: ${GET_ROUNDS} × ${GET_SECONDS} s, 32 connections over ${canceled.length} canceled runs, vs a bare koa GET route sending the same ${Buffer.byteLength(terminalSample)} bytes`);
-    note(`setup: ${canceled.length} runs canceled by DELETE in ${(cancel.ms / 1000).toFixed(1)} s (untimed)`);
-    await get(targets.service, canceled, 1);
-    await get(targets.bare, canceled, 1);
-    const terminalRounds = await alternate(() => get(targets.bare, canceled, GET_SECONDS), () => get(targets.service, canceled, GET_SECONDS));
-    for (const outcome of terminalRounds.all) expectOnly(outcome, 200, 'GET terminal');
-    reportLoad('GET terminal run', terminalRounds.subject, 'bare koa GET', terminalRounds.baseline);
-    note(terminalRounds.summary);
+    if (wanted('4')) {
+      section(`4. GET /api/v1/runs/{id} of a terminal run: ${GET_ROUNDS} × ${GET_SECONDS} s, 32 connections over ${canceled.length} canceled runs, vs a bare koa GET route sending the same ${Buffer.byteLength(terminalSample)} bytes`);
+      note(`setup: ${canceled.length} runs canceled by DELETE in ${(cancel.ms / 1000).toFixed(1)} s (untimed)`);
+      await get(targets.service, canceled, 1);
+      await get(targets.bare, canceled, 1);
+      const terminalRounds = await alternate(() => get(targets.bare, canceled, GET_SECONDS), () => get(targets.service, canceled, GET_SECONDS));
+      for (const outcome of terminalRounds.all) expectOnly(outcome, 200, 'GET terminal');
+      reportLoad('GET terminal run', terminalRounds.subject, 'bare koa GET', terminalRounds.baseline);
+      note(terminalRounds.summary);
+    }
 
     // ---- 5. each piece of the request path alone on the bare route
-    section(`5. per-request cost of each middleware alone on the bare koa GET route (${ISOLATION_ROUNDS} rounds of ${ISOLATION_SECONDS} s each, 32 connections, same ${Buffer.byteLength(terminalSample)} bytes)`);
-    note('cost = CPU time this process spends per request with the middleware minus without (least of the rounds): the server\'s own work, not the machine\'s');
-    await measureIsolated(svc.service.infrastructure, canceled, terminalSample, headers.authorization);
+    if (wanted('5')) {
+      section(`5. per-request cost of each middleware alone on the bare koa GET route (${ISOLATION_ROUNDS} rounds of ${ISOLATION_SECONDS} s each, 32 connections, same ${Buffer.byteLength(terminalSample)} bytes)`);
+      note('cost = CPU time this process spends per request with the middleware minus without (least of the rounds): the server\'s own work, not the machine\'s');
+      await measureIsolated(svc.service.infrastructure, canceled, terminalSample, headers.authorization);
+    }
   } finally {
     await bare?.close();
     await svc.stop();
   }
+  if (!wanted('6')) return;
   await measureServiceProcessMemory([]);
   // V8 grows the young generation to 2 × 64 MiB under allocation pressure: most of the RSS above 200 MB.
   await measureServiceProcessMemory(['--max-semi-space-size=8']);

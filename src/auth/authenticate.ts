@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { parseApiKey, secretMatches } from './api-key.ts';
 import { UnauthorizedError } from './auth-errors.ts';
 import type { KeyDirectory, KeyRecord } from './key-directory.ts';
-import { requireScope, type Principal } from './scopes.ts';
+import { hasScope, requireScope, type Principal } from './scopes.ts';
 import type { KeyScope } from '../events/catalogue/index.ts';
 
 /** What the `Authorization` header of a request proved. */
@@ -48,6 +48,22 @@ function matchesRecord(secret: string, record: KeyRecord): boolean {
   if (!secretMatches(secret, record.secretHash)) return false;
   verifiedSecrets.set(record, new Set([secret]));
   return true;
+}
+
+/**
+ * The principal of an `Authorization` header whose key the key cache holds and which is
+ * valid for at least `scope`; undefined whenever answering would take a database lookup or
+ * the answer is a refusal (the normal request path answers those, with their problems).
+ * Not counted as a key lookup: the caller counts it once it uses the answer.
+ */
+export function cachedPrincipal(keys: KeyDirectory, header: string, scope: KeyScope): Principal | undefined {
+  const presented = presentedKey(header);
+  if (presented instanceof UnauthorizedError) return undefined;
+  const record = keys.cachedUncounted(presented.keyId);
+  if (record === undefined || record === 'unknown') return undefined;
+  const authentication = verifyKey(presented.secret, record);
+  if (authentication.kind !== 'authenticated' || !hasScope(authentication.principal, scope)) return undefined;
+  return authentication.principal;
 }
 
 export async function authenticateHeader(keys: KeyDirectory, header: string): Promise<Authentication> {

@@ -175,6 +175,19 @@ export class KeyDirectory {
     }
   }
 
+  /**
+   * Like {@link cached}, but not counted as a lookup: for a caller that may still hand the
+   * request on to one that looks again (the GET fast lane), so a request is counted once.
+   */
+  cachedUncounted(keyId: string): CachedKey {
+    return this.peek(keyId);
+  }
+
+  /** Counts the cache hit a {@link cachedUncounted} caller went on to use. */
+  countCacheHit(): void {
+    this.options.onLookup?.('cache');
+  }
+
   /** A key just issued: cache it as soon as the read model holds it (usually a few milliseconds). */
   private async prefetch(keyId: string): Promise<void> {
     for (let attempt = 1; attempt <= PREFETCH_ATTEMPTS && this.live; attempt++) {

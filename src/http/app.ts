@@ -3,6 +3,7 @@ import Koa, { type Middleware } from 'koa';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
+import { fastLaneGateFor, fastLaneHandler, fastLaneOf, type FastLane, type FastLaneRunnerOptions } from './fast-lane.ts';
 import { consoleRouter } from './console/console-routes.ts';
 import { createHealthRouter, type ReadinessAudience, type ReadinessCheck } from './health-routes.ts';
 import { rejectHostileQuery } from './hostile-text-guard.ts';
@@ -26,16 +27,40 @@ export interface HttpAppOptions {
 }
 
 /**
+ * Koa with GET fast lanes (src/http/fast-lane.ts) in front: a request a lane answers never
+ * reaches koa; every other one goes through koa unchanged.
+ */
+class KoaWithFastLanes extends Koa {
+  readonly #fastLanes: FastLaneRunnerOptions;
+
+  constructor(fastLanes: FastLaneRunnerOptions) {
+    super({ proxy: false });
+    this.#fastLanes = fastLanes;
+  }
+
+  override callback(): ReturnType<Koa['callback']> {
+    const koa = super.callback();
+    const handler = fastLaneHandler(this.#fastLanes, koa as Parameters<typeof fastLaneHandler>[1]);
+    return handler as ReturnType<Koa['callback']>;
+  }
+}
+
+/**
  * Assembles the Koa app: request id → access log → error handler → rate limiter →
  * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
  * followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
- * both need the request id.
+ * both need the request id. Routers that carry a fast lane get it run before koa, when the
+ * before-routes middleware can stand aside for it (src/http/fast-lane.ts).
  */
 export function createHttpApp(options: HttpAppOptions): Koa {
   const { config, logger } = options;
+  const lanes = options.routers.map(fastLaneOf).filter((lane): lane is FastLane => lane !== undefined);
+  const gate = fastLaneGateFor(options.beforeRoutes ?? []);
   // Never trust X-Forwarded-*: nothing here depends on the client address or scheme.
-  const app = new Koa({ proxy: false });
+  const app = lanes.length > 0 && gate
+    ? new KoaWithFastLanes({ lanes, gate, logger, ...(options.observeRequest ? { observeRequest: options.observeRequest } : {}) })
+    : new Koa({ proxy: false });
   app.proxy = false;
   app.silent = true;
   // Only errors after the response started (e.g. a failing body stream) get here; the error handler catches the rest.

@@ -4,8 +4,9 @@ import { presentedKey, rememberAuthentication, verifyKey, type Authentication } 
 import type { KeyDirectory } from '../../auth/key-directory.ts';
 import { clientAddressSubject } from '../rate-limit/client-address.ts';
 import { RateLimitedError } from '../rate-limit/rate-limit-errors.ts';
-import { rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
+import { RATE_LIMIT_HEADER, RATE_LIMIT_POLICY_HEADER, rateLimitHeaders } from '../rate-limit/rate-limit-headers.ts';
 import { TokenBuckets, type BucketPolicy } from '../rate-limit/token-buckets.ts';
+import { withFastLaneGate, type FastLaneGate } from '../fast-lane.ts';
 
 export interface RateLimitOptions {
   readonly keys: KeyDirectory;
@@ -43,7 +44,16 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     ctx.set(headers);
   };
 
-  return async (ctx, next) => {
+  // What the middleware does for a request with a valid cached key, for the GET fast lane (src/http/fast-lane.ts).
+  const gate: FastLaneGate = (keyId) => {
+    const decision = keyBuckets.take(keyId);
+    // A refused token is not spent: the koa chain takes again and answers the 429.
+    if (!decision.allowed) return undefined;
+    const headers = rateLimitHeaders(perKey, decision);
+    return [RATE_LIMIT_POLICY_HEADER, headers[RATE_LIMIT_POLICY_HEADER]!, RATE_LIMIT_HEADER, headers[RATE_LIMIT_HEADER]!];
+  };
+
+  return withFastLaneGate(async (ctx, next) => {
     // A probe sends no credentials; one that does is checked like any request (it may be after /readyz details).
     if (exemptPaths.has(ctx.path) && !ctx.get('authorization')) return next();
     const presented = presentedKey(ctx.get('authorization'));
@@ -64,5 +74,5 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (authentication?.kind === 'authenticated') spend(ctx, keyBuckets, perKey, authentication.principal.keyId);
     if (authentication) rememberAuthentication(ctx, authentication);
     await next();
-  };
+  }, gate);
 }

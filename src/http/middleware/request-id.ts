@@ -13,12 +13,16 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
  */
 export function requestId(): Middleware {
   return async (ctx, next) => {
-    const incoming = ctx.get(REQUEST_ID_HEADER);
-    const id = SAFE_REQUEST_ID.test(incoming) ? incoming : fastUuidV7();
+    const id = requestIdFor(ctx.get(REQUEST_ID_HEADER));
     ctx.state.requestId = id;
     ctx.set(REQUEST_ID_HEADER, id);
     await next();
   };
+}
+
+/** The id a request with this `X-Request-Id` (empty when absent) is known by. */
+export function requestIdFor(incoming: string): string {
+  return SAFE_REQUEST_ID.test(incoming) ? incoming : fastUuidV7();
 }
 
 /** The id `requestId()` assigned; a fresh one if that middleware did not run (e.g. in a unit test). */

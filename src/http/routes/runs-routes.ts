@@ -13,10 +13,12 @@ import { idempotencyKeyOf, requestFingerprint } from '../idempotency/idempotency
 import { headerRef, json, problem, ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { WorkspaceQuotas } from '../quota/workspace-quotas.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
-import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
+import { defineRoute, koaPath, type RouteDefinition } from '../route-table/route-definition.ts';
+import { cachedPrincipal } from '../../auth/authenticate.ts';
+import { withFastLane, type FastLane } from '../fast-lane.ts';
 import type { LiveRun } from '../../runtime/live-runs.ts';
 import { isIdToken, type ApiContext } from './api-context.ts';
-import type { TerminalRunCache } from './terminal-run-cache.ts';
+import type { CachedRun, TerminalRunCache } from './terminal-run-cache.ts';
 import { RUN_ID } from './path-parameters.ts';
 
 /** Seconds a poller should wait before asking again while a run is not terminal. */
@@ -292,8 +294,7 @@ export const getRunRoute = route({
     '404': responseRef('RunNotFound'),
   },
   handler: (api) => {
-    /** Serialized bodies of live runs: LiveRuns hands out the same object until the run changes. */
-    const liveBodies = new WeakMap<LiveRun, string>();
+    const liveBodies = liveRunBodies(api);
     return async (ctx, { principal, params }) => {
       const runId = params.runId!;
       const cached = api.runCache.get(runId);
@@ -305,12 +306,7 @@ export const getRunRoute = route({
       // again until its next event.
       const live = api.liveRuns?.get(runId);
       if (live && live.row.workspace_id === principal.workspaceId && !isTerminal(live.row.status)) {
-        let body = liveBodies.get(live);
-        if (body === undefined) {
-          const actions = live.actions.map((action) => toActionRepresentation(action, action.account_id, api.config.publicBaseUrl));
-          body = JSON.stringify(toRunRepresentation(live.row, api.config.publicBaseUrl, actions));
-          liveBodies.set(live, body);
-        }
+        const body = liveBodies(live);
         ctx.set('Retry-After', String(POLL_RETRY_AFTER_SECONDS));
         ctx.set('Cache-Control', 'no-store');
         ctx.type = 'application/json';
@@ -376,18 +372,89 @@ export const cancelRunRoute = route({
 
 export const RUN_ROUTES: readonly RouteDefinition<ApiContext>[] = [createRunRoute, getRunRoute, cancelRunRoute];
 
-/** POST, GET and DELETE /api/v1/runs: the specification's run endpoints. */
+/** POST, GET and DELETE /api/v1/runs: the specification's run endpoints, with GET's fast lane. */
 export function runsRouter(api: ApiContext): Router {
-  return mountRoutes(RUN_ROUTES, api, { limits: api.config, keys: api.keys });
+  return withFastLane(mountRoutes(RUN_ROUTES, api, { limits: api.config, keys: api.keys }), runPollFastLane(api));
+}
+
+/** Serialized bodies of live runs, per service: LiveRuns hands out the same object until the run changes. */
+const liveBodiesOfServices = new WeakMap<ApiContext, (live: LiveRun) => string>();
+
+function liveRunBodies(api: ApiContext): (live: LiveRun) => string {
+  let bodyOf = liveBodiesOfServices.get(api);
+  if (!bodyOf) {
+    const bodies = new WeakMap<LiveRun, string>();
+    bodyOf = (live) => {
+      let body = bodies.get(live);
+      if (body === undefined) {
+        const actions = live.actions.map((action) => toActionRepresentation(action, action.account_id, api.config.publicBaseUrl));
+        body = JSON.stringify(toRunRepresentation(live.row, api.config.publicBaseUrl, actions));
+        bodies.set(live, body);
+      }
+      return body;
+    };
+    liveBodiesOfServices.set(api, bodyOf);
+  }
+  return bodyOf;
+}
+
+const RUN_POLL_PREFIX = '/api/v1/runs/';
+const RUN_POLL_ROUTE = koaPath(getRunRoute.path);
+const TERMINAL_CACHE_CONTROL = `private, max-age=${TERMINAL_MAX_AGE_SECONDS}, immutable`;
+/** What koa's `ctx.type = 'application/json'` writes. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+/** Content-Length of cached bodies, counted once per body. */
+const bodyLengths = new WeakMap<CachedRun, string>();
+
+/**
+ * GET /api/v1/runs/{runId} of a run held in memory — a terminal run in the cache or a queued
+ * or running one the live follower holds — answered without koa (src/http/fast-lane.ts), with
+ * the headers, in the order, that {@link getRunRoute} and koa give it. Declines (the route then
+ * answers) when the run is not in memory or not the caller's, or the key is not in the key
+ * cache, is not valid, or lacks the route's scope.
+ */
+export function runPollFastLane(api: ApiContext): FastLane {
+  const liveBodies = liveRunBodies(api);
+  const scope = getRunRoute.access;
+  if (scope === 'public') throw new Error('the run poll fast lane authenticates as its route does: the route must not be public');
+  // The key lookup the koa path would have counted.
+  const onSent = () => api.keys.countCacheHit();
+  return (path, request) => {
+    if (!path.startsWith(RUN_POLL_PREFIX)) return undefined;
+    const runId = path.slice(RUN_POLL_PREFIX.length);
+    const principal = cachedPrincipal(api.keys, request.headers.authorization ?? '', scope);
+    if (!principal) return undefined;
+    // Only ids that reached the cache or the follower can hit: the exact lookup is the path check.
+    // The same read as the route's own first one (it makes a cached run recent), so declining leaves no trace.
+    const cached = api.runCache.get(runId);
+    if (cached) {
+      if (cached.workspaceId !== principal.workspaceId) return undefined;
+      if (ifNoneMatchHits(request.headers['if-none-match'] ?? '', cached.etag)) {
+        return { keyId: principal.keyId, status: 304, headers: ['ETag', cached.etag, 'Cache-Control', TERMINAL_CACHE_CONTROL], body: undefined, route: RUN_POLL_ROUTE, onSent };
+      }
+      let length = bodyLengths.get(cached);
+      if (length === undefined) bodyLengths.set(cached, (length = String(Buffer.byteLength(cached.body))));
+      const headers = ['ETag', cached.etag, 'Cache-Control', TERMINAL_CACHE_CONTROL, 'Content-Type', JSON_CONTENT_TYPE, 'Content-Length', length];
+      return { keyId: principal.keyId, status: 200, headers, body: cached.body, route: RUN_POLL_ROUTE, onSent };
+    }
+    const live = api.liveRuns?.get(runId);
+    if (!live || live.row.workspace_id !== principal.workspaceId || isTerminal(live.row.status)) return undefined;
+    const body = liveBodies(live);
+    const headers = ['Retry-After', String(POLL_RETRY_AFTER_SECONDS), 'Cache-Control', 'no-store', 'Content-Type', JSON_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))];
+    return { keyId: principal.keyId, status: 200, headers, body, route: RUN_POLL_ROUTE, onSent };
+  };
+}
+
+/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches "x". */
+function ifNoneMatchHits(presented: string, etag: string): boolean {
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return presented !== '' && presented.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
 function sendTerminal(ctx: Context, body: string, etag: string): void {
   ctx.set('ETag', etag);
-  ctx.set('Cache-Control', `private, max-age=${TERMINAL_MAX_AGE_SECONDS}, immutable`);
-  const presented = ctx.get('if-none-match');
-  // If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches "x".
-  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
-  if (presented && presented.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag))) {
+  ctx.set('Cache-Control', TERMINAL_CACHE_CONTROL);
+  if (ifNoneMatchHits(ctx.get('if-none-match'), etag)) {
     ctx.status = 304;
     return;
   }
