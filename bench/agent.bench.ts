@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { v4 as uuidv4 } from 'uuid';
 import { newEvent } from '../commands/shared/new-event.ts';
@@ -43,6 +44,7 @@ const TOOL_PAIRS = 20;
 const TOOL_WARMUP_PAIRS = 2;
 const TOOL_CALLS = 10;
 const APPEND_SAMPLES = 200;
+const APPEND_WARMUP = 20;
 const MODEL_SAMPLES_PER_TURN = 20;
 const PROCESS_RUNS = 60;
 const PROCESS_TOOL_CALLS = 2;
@@ -135,7 +137,7 @@ async function benchInProcess(sections: { readonly queue: boolean; readonly tool
       note('every event of a tool call is also handled in this process by the 3 projectors (a Postgres transaction each), the run-state follower and the bench watcher');
       const toolAccount = accounts[accounts.length - 1]!;
       await generateSandboxData(infra, [toolAccount]);
-      const runs = await toolCallRuns(svc, watcher, key, toolAccount);
+      const runs = await toolCallRuns(svc, watcher, key, toolAccount, { clock: thisProcessCpu, of: 'this process (every role, and the bench watcher)' });
       reportToolCallCost(runs, await toolCallComponents(infra, gemini, toolAccount, runs));
     }
   } finally {
@@ -189,6 +191,33 @@ async function queueToStart(svc: TestService, watcher: RunWatcher, workspaceId: 
   );
 }
 
+/** CPU time (user + system, ms) a process has used so far: where a run's work is done. */
+type CpuClock = () => Promise<number>;
+
+const thisProcessCpu: CpuClock = async () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** Another process's CPU time from /proc (clock ticks of 10 ms). */
+function processCpu(pid: number): CpuClock {
+  return async () => {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
+}
+
+/** Resolves once every projector of the in-process service has applied the stream up to its head, so a run's projection work is not billed to the next run. */
+async function projectorsCaughtUp(svc: TestService, timeoutMs = 10_000): Promise<void> {
+  const head = await svc.service.infrastructure.store.lastSequence();
+  const deadline = now() + timeoutMs;
+  while (svc.service.projectors.some((p) => p.currentStatus().lastSeq < head)) {
+    if (now() > deadline) throw new Error(`projectors did not reach ${head} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** Runs with TOOL_CALLS tool calls and runs with none, alternating, as the stream saw them. */
 interface ToolCallRuns {
   readonly durations: { readonly tools: number[]; readonly none: number[] };
@@ -199,27 +228,38 @@ interface ToolCallRuns {
   readonly toolExecution: number[];
   /** A ToolCalled output of these runs, so the model turns measured alone carry the same conversation. */
   readonly toolOutput: Record<string, unknown>;
+  /** CPU ms the process doing the runs used per run, from the POST until the projectors caught up. */
+  readonly cpu: { readonly tools: number[]; readonly none: number[] };
+  /** Which process that is. */
+  readonly cpuOf: string;
 }
 
-async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, account: PlatformAccountRef): Promise<ToolCallRuns> {
+async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, account: PlatformAccountRef, cpu: { clock: CpuClock; of: string }): Promise<ToolCallRuns> {
   const runs: ToolCallRuns = {
     durations: { tools: [], none: [] },
     steps: { tools: new Set(), none: new Set() },
     toolGaps: [],
     toolExecution: [],
     toolOutput: {},
+    cpu: { tools: [], none: [] },
+    cpuOf: cpu.of,
   };
   let toolOutput: Record<string, unknown> = {};
   for (let pair = 0; pair < TOOL_WARMUP_PAIRS + TOOL_PAIRS; pair++) {
     for (const kind of pair % 2 === 0 ? (['tools', 'none'] as const) : (['none', 'tools'] as const)) {
+      await projectorsCaughtUp(svc);
+      const cpuBefore = await cpu.clock();
       const runId = await postRun(svc, key, account.accountId, briefWithTools(BRIEF, kind === 'tools' ? TOOL_CALLS : 0));
       const timeline = await watcher.waitTerminal(runId);
+      await projectorsCaughtUp(svc);
+      const cpuUsed = (await cpu.clock()) - cpuBefore;
       const done = timeline.events.get('RunSucceeded') as EventEnvelope<'RunSucceeded', { usage: { steps: number } }> | undefined;
       if (!done) throw new Error(`run ${runId} (${kind}) did not succeed: ${JSON.stringify([...timeline.events.values()].at(-1)?.data)}`);
       const called = timeline.events.get('ToolCalled') as EventEnvelope<'ToolCalled', { output: Record<string, unknown> }> | undefined;
       if (called) toolOutput = called.data.output;
       if (pair < TOOL_WARMUP_PAIRS) continue;
       runs.durations[kind].push(timeline.seen.get('RunSucceeded')! - timeline.seen.get('RunStarted')!);
+      runs.cpu[kind].push(cpuUsed);
       runs.steps[kind].add(done.data.usage.steps);
       timeline.toolCalls.forEach((call, i) => {
         runs.toolExecution.push(call.durationMs);
@@ -233,16 +273,25 @@ async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, 
 /** What one tool call adds besides the pipeline, each measured alone right after the runs. */
 interface ToolCallComponents {
   readonly append: number[];
+  /** CPU ms of this process per store.append, over the same appends. */
+  readonly appendCpu: number;
   readonly tool: number[];
+  readonly toolCpu: number;
+  /** CPU ms of this process per added model turn (client side: the SDK, the request, the answer). */
+  readonly modelTurnCpu: number;
   /** Per model turn a tool call adds (the turns after 1..TOOL_CALLS tool results): samples of each. */
   readonly modelTurns: number[][];
 }
 
 async function toolCallComponents(infra: Infrastructure, gemini: ScriptedGemini, account: PlatformAccountRef, runs: ToolCallRuns): Promise<ToolCallComponents> {
+  let cpuBefore = await thisProcessCpu();
   const append = await timeAppends(infra);
+  const appendCpu = ((await thisProcessCpu()) - cpuBefore) / (APPEND_SAMPLES + APPEND_WARMUP);
   const platform = createPlatform(infra.database.db);
   const tool: number[] = [];
+  cpuBefore = await thisProcessCpu();
   for (let i = 0; i < 100; i++) tool.push((await timed(() => platform.listCampaigns(account))).ms);
+  const toolCpu = ((await thisProcessCpu()) - cpuBefore) / 100;
   // The model as the worker builds it (createModel), against the same scripted server. The
   // turns a tool call adds carry the conversation so far: turn k has k tool results in it.
   const model = new SanitizingModel(new GeminiModel({ apiKey: gemini.apiKey, model: 'gemini-2.5-flash', baseUrl: gemini.baseUrl }));
@@ -250,6 +299,7 @@ async function toolCallComponents(infra: Infrastructure, gemini: ScriptedGemini,
   const tools = ToolRegistry.forScope('write').declarations();
   const brief = briefWithTools(BRIEF, TOOL_CALLS);
   const modelTurns: number[][] = [];
+  cpuBefore = await thisProcessCpu();
   for (let k = 1; k <= TOOL_CALLS; k++) {
     const conversation: ConversationEntry[] = [{ role: 'user', text: brief }];
     for (let i = 0; i < k; i++) {
@@ -263,7 +313,8 @@ async function toolCallComponents(infra: Infrastructure, gemini: ScriptedGemini,
     }
     modelTurns.push(samples);
   }
-  return { append, tool, modelTurns };
+  const modelTurnCpu = ((await thisProcessCpu()) - cpuBefore) / (TOOL_CALLS * MODEL_SAMPLES_PER_TURN);
+  return { append, appendCpu, tool, toolCpu, modelTurns, modelTurnCpu };
 }
 
 function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents): void {
@@ -315,6 +366,21 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
     baselineName: 'one store.append p50',
     baselineValue: append.p50,
   });
+  // The same in CPU time, which waiting for the shared machine's cores does not inflate: what
+  // the process doing the runs spends per tool call, against what this process spends per append.
+  const meanOf = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const cpuPerCall = (meanOf(runs.cpu.tools) - meanOf(runs.cpu.none)) / TOOL_CALLS;
+  note(`CPU time of ${runs.cpuOf} per run (mean): with tools ${meanOf(runs.cpu.tools).toFixed(1)} ms, without ${meanOf(runs.cpu.none).toFixed(1)} ms; /proc and process.cpuUsage, 10 ms ticks for another process`);
+  compare({ name: 'CPU per tool call ((mean diff)/10)', value: cpuPerCall, unit: 'ms', baselineName: 'CPU per store.append', baselineValue: components.appendCpu });
+  figure('  CPU per model turn (client side)', components.modelTurnCpu, 'ms', 'measured alone, same conversations');
+  figure(`  CPU per ${READ_TOOL} (platform call)`, components.toolCpu, 'ms', 'measured alone');
+  compare({
+    name: 'pipeline CPU per tool call (per call - model turn - tool)',
+    value: Math.max(0, cpuPerCall - components.modelTurnCpu - components.toolCpu),
+    unit: 'ms',
+    baselineName: 'CPU per store.append',
+    baselineValue: components.appendCpu,
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -338,7 +404,8 @@ async function benchToolCallsWorkerProcess(): Promise<void> {
     await generateSandboxData(infra, [account!]);
     workers = [await spawnWorker(svc, gemini, 4)];
     await consumerIdle(infra);
-    const runs = await toolCallRuns(svc, watcher, key, account!);
+    const worker = workers[0]!;
+    const runs = await toolCallRuns(svc, watcher, key, account!, { clock: processCpu(worker.child.pid!), of: 'the worker process' });
     reportToolCallCost(runs, await toolCallComponents(infra, gemini, account!, runs));
   } finally {
     await stopWorkers(workers);
@@ -373,11 +440,11 @@ async function timeAppends(infra: Infrastructure): Promise<number[]> {
     const meta = { actor: { kind: 'worker' as const, id: 'bench' }, correlationId: runId };
     let position: SubjectPosition = EMPTY_POSITION;
     const samples: number[] = [];
-    for (let i = 0; i < APPEND_SAMPLES + 20; i++) {
+    for (let i = 0; i < APPEND_SAMPLES + APPEND_WARMUP; i++) {
       const event = newEvent('ToolCalled', { run_id: runId, index: i + 1, name: READ_TOOL, input: {}, ok: true, output, duration_ms: 2 }, address, meta);
       const { value, ms } = await timed(() => store.append(subject, [event], position));
       position = { lastSequence: value[0]!.seq, lastHash: value[0]!.event.hash };
-      if (i >= 20) samples.push(ms);
+      if (i >= APPEND_WARMUP) samples.push(ms);
     }
     return samples;
   } finally {
