@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import { pino } from 'pino';
 import getRawBody from 'raw-body';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { v7 as uuidv7 } from 'uuid';
@@ -159,6 +160,8 @@ function expectOnly(outcome: LoadOutcome, status: number, what: string): void {
 export async function run(): Promise<void> {
   const only = (process.env.BENCH_SECTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const wanted = (id: string) => only.length === 0 || only.includes(id);
+  // The memory section starts its own service processes: alone, it needs none of the set-up below.
+  if (only.length > 0 && only.every((id) => id === '6')) return measureMemory();
   const svc = await startBenchService('httpapi', { ROLES: 'http,projectors' });
   let bare: BareApp | undefined;
   try {
@@ -260,11 +263,21 @@ export async function run(): Promise<void> {
     await bare?.close();
     await svc.stop();
   }
-  if (!wanted('6')) return;
+  if (wanted('6')) await measureMemory();
+}
+
+async function measureMemory(): Promise<void> {
+  // V8's defaults (the young generation grows to 2 × 64 MiB under allocation pressure), then the flags `npm start` and the image use.
   await measureServiceProcessMemory([]);
-  // V8 grows the young generation to 2 × 64 MiB under allocation pressure: most of the RSS above 200 MB.
-  await measureServiceProcessMemory(['--max-semi-space-size=8']);
-  await measureServiceProcessMemory(['--max-semi-space-size=4']);
+  await measureServiceProcessMemory(startFlags());
+}
+
+/** The node flags of package.json's `start` script, so section 6 measures what ships. */
+function startFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  const flags = /\bnode((?: --\S+)*) src\/main\.ts/.exec(scripts.start)?.[1];
+  if (flags === undefined) throw new Error(`cannot find "node … src/main.ts" in the start script: ${scripts.start}`);
+  return flags.trim().split(' ').filter(Boolean);
 }
 
 /** Section 6: the all-in-one service in a process of its own, its RSS sampled under POST load. */

@@ -12,6 +12,12 @@ export interface LiveRun {
 export interface LiveRunsOptions {
   /** Most runs held; the oldest go first (a run not held is read from Postgres). */
   readonly maxRuns?: number;
+  /**
+   * Most bytes held, counted as the JSON of the runs' events (briefs, tool calls with their
+   * outputs, answers); past it the oldest runs go first. Default 16 MiB: 20,000 running runs
+   * of ten tool calls each would otherwise hold gigabytes.
+   */
+  readonly maxBytes?: number;
   /** Sees each run the moment its terminal event is folded; the run is then let go. */
   readonly onTerminal?: (run: LiveRun) => void;
 }
@@ -36,15 +42,25 @@ export class LiveRuns {
   /** The LiveRun last handed out per run, until the run's next event: readers may memoize by identity. */
   private readonly views = new Map<string, LiveRun>();
   private readonly maxRuns: number;
+  private readonly maxBytes: number;
+  /** Per held run, the JSON length of the events folded into it. */
+  private readonly bytes = new Map<string, number>();
+  private heldBytes = 0;
   private readonly onTerminal: ((run: LiveRun) => void) | undefined;
 
   constructor(options: LiveRunsOptions = {}) {
     this.maxRuns = options.maxRuns ?? 20_000;
+    this.maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
     this.onTerminal = options.onTerminal;
   }
 
   get size(): number {
     return this.rows.size;
+  }
+
+  /** What the held runs weigh, as counted for `maxBytes`. */
+  get bytesHeld(): number {
+    return this.heldBytes;
   }
 
   /** Folds consecutive events of the stream (any events: those of no run are skipped). */
@@ -53,21 +69,27 @@ export class LiveRuns {
       const runId = runIdOf(stored.event as DomainEvent);
       if (runId === null) continue;
       const { actions } = foldRunEvents(this.rows, [stored]);
+      this.views.delete(runId);
+      const row = this.rows.get(runId);
+      if (!row) continue;
       if (actions.length > 0) {
         const held = this.actions.get(runId);
         if (held) held.push(...actions);
         else this.actions.set(runId, actions);
       }
-      this.views.delete(runId);
-      const row = this.rows.get(runId);
-      if (!row) continue;
       if (isTerminal(row.status)) {
         const run = this.toLiveRun(row);
         this.forget(runId);
         this.onTerminal?.(run);
-      } else if (this.rows.size > this.maxRuns) {
+        continue;
+      }
+      const weight = JSON.stringify(stored.event.data).length;
+      this.bytes.set(runId, (this.bytes.get(runId) ?? 0) + weight);
+      this.heldBytes += weight;
+      while (this.rows.size > this.maxRuns || this.heldBytes > this.maxBytes) {
         const oldest = this.rows.keys().next().value;
-        if (oldest !== undefined) this.forget(oldest);
+        if (oldest === undefined) break;
+        this.forget(oldest);
       }
     }
   }
@@ -88,12 +110,16 @@ export class LiveRuns {
     this.rows.clear();
     this.actions.clear();
     this.views.clear();
+    this.bytes.clear();
+    this.heldBytes = 0;
   }
 
   private forget(runId: string): void {
     this.rows.delete(runId);
     this.actions.delete(runId);
     this.views.delete(runId);
+    this.heldBytes -= this.bytes.get(runId) ?? 0;
+    this.bytes.delete(runId);
   }
 
   /** The row as Postgres returns it: Date timestamps, JSON columns in jsonb's key order. */

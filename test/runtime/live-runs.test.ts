@@ -10,6 +10,8 @@ import type { RunStatus } from '../../projections/runs/run-record.ts';
 import { waitForProjection } from '../../projections/runtime/projector.ts';
 import { toActionRepresentation } from '../../src/http/representations/action-representation.ts';
 import { LiveRuns, type LiveRun } from '../../src/runtime/live-runs.ts';
+import { runIdOf } from '../../projections/runs/fold-runs.ts';
+import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import { API_TEST_ROLES, call, freshAccount } from '../api/support/api-call.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -167,6 +169,27 @@ describe('live runs: the in-memory read path matches the Postgres read model', f
     expect(live.size).to.be.at.most(1);
     expect(live.get(runs.get('queued')!.runId), 'the oldest run, evicted').to.equal(undefined);
     expect(ended).to.include.members(['succeeded', 'failed', 'canceled']);
+  });
+
+  it('lets the oldest runs go when the events it holds pass its byte bound', async () => {
+    const { store, subjects } = svc.service.infrastructure;
+    // The two runs that never end, so what is held at the end is what was held at the peak.
+    const kept = new Set([runs.get('queued')!.runId, runs.get('running')!.runId]);
+    const fold = async (live: LiveRuns) => {
+      for await (const stored of store.readFiltered(subjects.all, 1)) {
+        if (kept.has(runIdOf(stored.event as DomainEvent) ?? '')) live.apply([stored]);
+      }
+      return live;
+    };
+    const unbounded = await fold(new LiveRuns());
+    expect(unbounded.size).to.equal(2);
+    const bound = unbounded.bytesHeld - 1;
+    const bounded = await fold(new LiveRuns({ maxBytes: bound }));
+    expect(bounded.bytesHeld).to.be.greaterThan(0).and.at.most(bound);
+    expect(bounded.get(runs.get('queued')!.runId), 'the oldest run, evicted').to.equal(undefined);
+    expect(bounded.get(runs.get('running')!.runId), 'the newer run, kept').to.not.equal(undefined);
+    bounded.clear();
+    expect(bounded.bytesHeld).to.equal(0);
   });
 
   it('GET of a run created a moment ago by another process finds it (the live fold catches up first)', async () => {

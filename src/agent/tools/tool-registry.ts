@@ -15,11 +15,14 @@ const REGISTRIES = new Map<KeyScope, ToolRegistry>();
 export class ToolRegistry {
   private readonly tools: ReadonlyMap<string, AgentTool<any>>;
   private readonly validators = new Map<string, ValidateFunction>();
+  /** One array for every turn of every run: a model adapter can key its converted form on it. */
+  private readonly declared: readonly ToolDeclaration[];
 
   private constructor(tools: readonly AgentTool<any>[]) {
     this.tools = new Map(tools.map((t) => [t.name, sanitizing(t)]));
     const ajv = new Ajv({ allErrors: true, strict: false });
     for (const tool of tools) this.validators.set(tool.name, ajv.compile(tool.parameters));
+    this.declared = Object.freeze([...this.tools.values()].map((t) => Object.freeze({ name: t.name, description: t.description, parameters: t.parameters })));
   }
 
   /**
@@ -39,8 +42,8 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
-  declarations(): ToolDeclaration[] {
-    return [...this.tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  declarations(): readonly ToolDeclaration[] {
+    return this.declared;
   }
 
   /** Null when valid, else a message for the model. */

@@ -168,6 +168,22 @@ describe('GeminiModel against a fake Gemini server', () => {
     ]);
   });
 
+
+  it('declares a frozen tool list the same on every turn, and a list that changed as it is now', async () => {
+    server.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }]);
+    const gemini = model();
+    const frozen = Object.freeze([listCampaigns, pauseCampaign]);
+    await gemini.generate(request({ tools: frozen }));
+    await gemini.generate(request({ tools: frozen }));
+    expect(server.requests[1]?.tools).to.deep.equal(server.requests[0]?.tools);
+    const changing = [listCampaigns];
+    await gemini.generate(request({ tools: changing }));
+    changing.push(pauseCampaign);
+    await gemini.generate(request({ tools: changing }));
+    const names = (i: number) => (server.requests[i]?.tools as { functionDeclarations: { name: string }[] }[])[0]!.functionDeclarations.map((d) => d.name);
+    expect(names(2)).to.deep.equal(['list_campaigns']);
+    expect(names(3)).to.deep.equal(['list_campaigns', 'pause_campaign']);
+  });
   it('sends no tools when the request offers none', async () => {
     server.script([{ text: 'final answer' }]);
     await model().generate(request({ tools: [] }));

@@ -1,12 +1,13 @@
 import {
   FinishReason,
   GoogleGenerativeAI,
+  type FunctionDeclaration,
   type GenerateContentRequest,
   type GenerateContentResponse,
   type GenerativeModel,
 } from '@google/generative-ai';
 import type { AgentIdentity } from '../../../events/catalogue/index.ts';
-import { ModelError, type ModelClient, type ModelRequest, type ModelTurn } from '../model-port.ts';
+import { ModelError, type ModelClient, type ModelRequest, type ModelTurn, type ToolDeclaration } from '../model-port.ts';
 import { abortReason, raceAbort, sleep } from './abortable.ts';
 import { fromGeminiParts, toGeminiContents, usageOf } from './gemini-conversation.ts';
 import { classifyGeminiFailure, type GeminiFailure } from './gemini-errors.ts';
@@ -50,6 +51,13 @@ export class GeminiModel implements ModelClient {
   private readonly maxAttempts: number;
   private readonly retryBaseMs: number;
   private readonly now: () => number;
+  /**
+   * Gemini's form of each declaration list a caller offered: a run offers the same list on
+   * every turn (ToolRegistry holds one per scope), and converting it cost a few tenths of a
+   * millisecond per turn. Only frozen lists are kept: one its caller can still change would
+   * be answered from a stale conversion.
+   */
+  private readonly converted = new WeakMap<readonly ToolDeclaration[], FunctionDeclaration[]>();
 
   constructor(options: GeminiModelOptions) {
     this.identity = { kind: 'gemini', model: options.model };
@@ -75,9 +83,12 @@ export class GeminiModel implements ModelClient {
   }
 
   private toRequest(request: ModelRequest): GenerateContentRequest {
-    let functionDeclarations;
+    let functionDeclarations = this.converted.get(request.tools);
     try {
-      functionDeclarations = request.tools.map(toFunctionDeclaration);
+      if (!functionDeclarations) {
+        functionDeclarations = request.tools.map(toFunctionDeclaration);
+        if (Object.isFrozen(request.tools)) this.converted.set(request.tools, functionDeclarations);
+      }
     } catch (error) {
       if (error instanceof GeminiSchemaError) throw new ModelError(`a tool schema Gemini cannot express: ${error.message}`, undefined, { cause: error });
       throw error;
