@@ -467,6 +467,8 @@ function spawnWorker(svc: TestService, gemini: ScriptedGemini, concurrency = 1):
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
+      // BENCH_WORKER_NODE_OPTIONS=--cpu-prof profiles the worker process (flags for it alone).
+      ...(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}),
       ...serviceEnv(config),
       ...geminiEnv(gemini),
       ROLES: 'agent-worker',

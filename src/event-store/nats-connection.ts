@@ -46,7 +46,10 @@ export async function connectNats(settings: NatsConnectionSettings, name: string
     throw new NatsUnreachableError('authentication', settings.natsUrl, error, secretsOf(settings));
   }
   try {
-    return await connect({ ...options, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 3000 });
+    // noAsyncTraces: nats.js otherwise builds an Error per request to keep the caller's stack for a
+    // later timeout; on the hot paths (a direct get and an append per tool call) that is most of
+    // its cost. Failures are still typed (nats-unavailable.ts classifies them by class).
+    return await connect({ ...options, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 3000, noAsyncTraces: true });
   } catch (error) {
     throw new NatsUnreachableError(classify(error), settings.natsUrl, error, secretsOf(settings));
   }

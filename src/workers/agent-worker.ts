@@ -7,6 +7,7 @@ import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
+import { SubjectChangeFeed } from '../event-store/subject-changes.ts';
 import { ensureDurableConsumer } from './durable-consumer.ts';
 import { ACK, LEAVE, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage, type Settlement } from './pull-loop.ts';
 import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
@@ -73,6 +74,8 @@ export class AgentWorker {
   /** Running runs of other workers whose owner did not answer, and since when. */
   private readonly unanswered = new Map<string, number>();
   private liveness: WorkerLiveness | undefined;
+  /** Heard changes of key and account subjects: a run's check before each tool call reads only after one. */
+  private changes: SubjectChangeFeed | undefined;
 
   private readonly options: AgentWorkerOptions;
 
@@ -96,6 +99,8 @@ export class AgentWorker {
   async start(): Promise<void> {
     const { nc, config } = this.options.infrastructure;
     this.liveness = WorkerLiveness.answer(nc, config.subjectPrefix, this.workerId, () => this.inFlight.keys());
+    const { subjects } = this.options.infrastructure;
+    this.changes = await SubjectChangeFeed.start(nc, [subjects.filter('*', '_', 'key'), subjects.filter('*', '*', 'account')]);
     await this.pullLoop.start();
   }
 
@@ -106,6 +111,7 @@ export class AgentWorker {
     for (const controller of this.inFlight.values()) controller.abort();
     await stopped;
     this.liveness?.stop();
+    this.changes?.stop();
   }
 
   private ensureConsumer(): Promise<Consumer> {
@@ -222,7 +228,7 @@ export class AgentWorker {
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
+        executeRun({ ...this.options.executor, commands, ...(this.changes ? { changes: this.changes } : {}) }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
       );
       await commands.handle(accountDecider, { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
       const code = outcome.kind === 'failed' ? outcome.code : '';

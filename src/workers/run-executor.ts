@@ -12,6 +12,8 @@ import type { ProposalService } from '../policy/proposal-service.ts';
 import { withPlatformDeadline } from '../platform/platform-deadline.ts';
 import { transcriptDecider } from '../../commands/run/transcript.ts';
 import { loadKey, loadAccount } from '../../commands/queries.ts';
+import type { ChangeTracker, SubjectChangeFeed } from '../event-store/subject-changes.ts';
+import { streams } from '../event-store/subjects.ts';
 import { platformAccountOf } from '../../commands/account/platform-account.ts';
 
 export interface RunExecutorDependencies {
@@ -24,6 +26,11 @@ export interface RunExecutorDependencies {
   readonly now?: () => Date;
   /** Where the details of an internal failure go; the run's own message never carries them. */
   readonly logger?: Logger;
+  /**
+   * Heard changes of the run's key and account subjects: without one stored there since the last
+   * check, the check before a tool call needs no read. Absent: every check reads both.
+   */
+  readonly changes?: SubjectChangeFeed;
 }
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
@@ -38,6 +45,25 @@ export async function executeRun(
   deps: RunExecutorDependencies,
   run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
   actor: Actor,
+): Promise<RunOutcome> {
+  const { aggregates } = deps.commands;
+  // Tracked from before the first read, so nothing stored after that read goes unnoticed.
+  const keyAndAccount = deps.changes?.track([
+    aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId)),
+    aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId)),
+  ]);
+  try {
+    return await executeTracked(deps, run, actor, keyAndAccount);
+  } finally {
+    keyAndAccount?.release();
+  }
+}
+
+async function executeTracked(
+  deps: RunExecutorDependencies,
+  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
+  actor: Actor,
+  keyAndAccount: ChangeTracker | undefined,
 ): Promise<RunOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -82,6 +108,8 @@ export async function executeRun(
           );
         },
         mayContinue: async () => {
+          // Nothing stored on the key or the account since the last check, which let the run go on.
+          if (keyAndAccount && !keyAndAccount.changedSinceLastLook()) return null;
           const [current, account] = await Promise.all([
             loadKey(aggregates, run.workspaceId, run.active.keyId),
             loadAccount(aggregates, run.workspaceId, run.accountId),
