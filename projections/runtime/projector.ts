@@ -444,7 +444,7 @@ export class Projector {
  * (a later event vouches for the earlier ones of its subject), so admitting the slices one by
  * one gives the verdicts, and checks the signatures, that admitting the batch at once would.
  */
-function subjectSlices(messages: readonly JsMsg[], size: number): number[][] {
+export function subjectSlices(messages: readonly { readonly subject: string }[], size: number): number[][] {
   const bySubject = new Map<string, number[]>();
   messages.forEach((message, position) => {
     const positions = bySubject.get(message.subject);
