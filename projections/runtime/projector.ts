@@ -63,6 +63,8 @@ export class ProjectorConfigurationError extends Error {
 }
 
 const MAX_BACKOFF_MS = 5000;
+/** Failures in a row after which a projection failing alone gets a projector of its own (about 1.5 s of retries). */
+const DETACH_AFTER_FAILURES = 4;
 /** Past this many subjects the remembered chain heads are dropped and read again as needed. */
 const MAX_REMEMBERED_HEADS = 200_000;
 
@@ -120,7 +122,11 @@ export class Projector {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly batchSize: number;
-  private readonly lanes: readonly Lane[];
+  private readonly projections: readonly Projection[];
+  /** Projections fed by this projector's consumer. */
+  private lanes: readonly Lane[];
+  /** Projections that kept failing alone, each run since by a projector of its own (see detachFailing). */
+  private readonly detached: Projector[] = [];
 
   private readonly admission: EventAdmission;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
@@ -137,6 +143,7 @@ export class Projector {
     if (new Set(projections.map((p) => p.name)).size !== projections.length) {
       throw new ProjectorConfigurationError(`a projector runs each projection once: ${projections.map((p) => p.name).join(', ')}`);
     }
+    this.projections = projections;
     this.lanes = projections.map((projection) => new Lane(projection));
     this.admission = options.admission ?? new EventAdmission();
     this.batchSize = options.batchSize ?? 2000;
@@ -144,18 +151,19 @@ export class Projector {
 
   /** `projector_<name>` for one projection (the name it always had), `projectors_<a>_<b>…` for several. */
   get consumerName(): string {
-    const names = this.lanes.map((lane) => lane.projection.name);
+    const names = this.projections.map((projection) => projection.name);
     return names.length === 1 ? `projector_${names[0]}` : `projectors_${names.join('_')}`;
   }
 
   /** The status of the first projection (the only one of a single-projection projector). */
   currentStatus(): ProjectorStatus {
-    return this.lanes[0]!.status;
+    return this.statuses()[0]!;
   }
 
   /** The status of every projection this projector runs. */
   statuses(): ProjectorStatus[] {
-    return this.lanes.map((lane) => lane.status);
+    const statuses = new Map([...this.lanes.map((lane) => lane.status), ...this.detached.flatMap((projector) => projector.statuses())].map((s) => [s.name, s]));
+    return this.projections.map((projection) => statuses.get(projection.name)!);
   }
 
   /** How often the subscription ended unasked and was made again. */
@@ -257,6 +265,40 @@ export class Projector {
     this.wake?.();
     await messages?.close().catch(() => undefined);
     await this.loop;
+    await Promise.all(this.detached.map((projector) => projector.stop()));
+  }
+
+  /**
+   * A projection that keeps failing while the others of this projector apply the same batch
+   * (its table, a bug in its apply) would hold them all back: after DETACH_AFTER_FAILURES
+   * failures it leaves, and a projector of its own (its own consumer, from its own
+   * checkpoint) retries it from then on, until the process restarts. When every projection
+   * fails (Postgres is down) none leaves: they wait together.
+   *
+   * @returns the lanes that left.
+   */
+  private async detachFailing(failed: readonly Lane[]): Promise<Lane[]> {
+    if (failed.length >= this.lanes.length) return [];
+    const leaving: Lane[] = [];
+    for (const lane of failed) {
+      if (lane.failures < DETACH_AFTER_FAILURES) continue;
+      const { afterCommit: _hook, projections: _all, ...options } = this.options;
+      const alone = new Projector({ ...options, projection: lane.projection });
+      try {
+        await alone.start();
+      } catch (error) {
+        this.options.logger.error({ projection: lane.projection.name, err: error instanceof Error ? error.message : String(error) }, 'projector could not start a projector of its own for a failing projection; it keeps retrying here');
+        continue;
+      }
+      this.options.logger.warn(
+        { projection: lane.projection.name, failures: lane.failures },
+        'a projection kept failing while the others applied the batch; it goes on with a consumer of its own so they are not held back',
+      );
+      this.detached.push(alone);
+      leaving.push(lane);
+    }
+    this.lanes = this.lanes.filter((lane) => !leaving.includes(lane));
+    return leaving;
   }
 
   /**
@@ -321,6 +363,17 @@ export class Projector {
     let pending: Lane[] = [];
     let admissionFailures = 0;
     while (this.running || batch || next) {
+      if (batch && pending.length === 0) {
+        // Every projection still fed here has committed the batch.
+        try {
+          await this.options.afterCommit?.(Math.min(...this.lanes.map((lane) => lane.status.lastSeq)));
+        } catch (error) {
+          this.options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'projector afterCommit hook failed');
+        }
+        batch.messages[batch.messages.length - 1]!.ack();
+        batch = undefined;
+        continue;
+      }
       if (!batch) {
         const taken = next ?? this.takeBatch();
         next = undefined;
@@ -350,13 +403,7 @@ export class Projector {
       const failed = pending.filter((_, index) => outcomes[index]!.status === 'rejected');
       const errors = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as unknown] : []));
       if (failed.length === 0) {
-        try {
-          await this.options.afterCommit?.(Math.min(...this.lanes.map((lane) => lane.status.lastSeq)));
-        } catch (error) {
-          this.options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'projector afterCommit hook failed');
-        }
-        current.messages[current.messages.length - 1]!.ack();
-        batch = undefined;
+        pending = [];
         continue;
       }
       if (errors.some((error) => error instanceof SequenceGapError)) {
@@ -368,10 +415,12 @@ export class Projector {
         next = undefined;
         continue;
       }
-      pending = failed;
+      const left = this.running ? await this.detachFailing(failed) : [];
+      pending = failed.filter((lane) => !left.includes(lane));
+      if (pending.length === 0) continue;
       for (const message of current.messages) message.working();
       if (!this.running) break;
-      const failures = Math.max(...failed.map((lane) => lane.failures));
+      const failures = Math.max(...pending.map((lane) => lane.failures));
       await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6))));
     }
   }

@@ -19,7 +19,7 @@ import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
  * a lost one as a missing row. `failFirst` calls of `apply` fail with a serialization
  * failure (40001), which the projector retries.
  */
-function counterProjection(name: string, failFirst = 0): Projection & { calls: number } {
+function counterProjection(name: string, failFirst = 0, failWhile: () => boolean = () => false): Projection & { calls: number } {
   let failuresLeft = failFirst;
   return {
     name,
@@ -35,7 +35,7 @@ function counterProjection(name: string, failFirst = 0): Projection & { calls: n
     },
     async apply(this: { calls: number }, trx: Transaction<Database>, events: readonly StoredEvent[]) {
       this.calls++;
-      if (failuresLeft > 0) {
+      if (failuresLeft > 0 || failWhile()) {
         failuresLeft--;
         throw Object.assign(new Error('could not serialize access'), { code: '40001' });
       }
@@ -145,6 +145,30 @@ describe('one projector for several projections: one consumer, one admission, a 
       // Three failed calls on the flaky one, none extra on the steady one.
       expect(flaky.calls - steady.calls).to.equal(3);
       expect(projector.statuses().every((s) => !s.stalled)).to.equal(true);
+    } finally {
+      await projector.stop();
+    }
+  });
+
+  it('lets a projection that keeps failing alone go on with a consumer of its own, so the others are not held back', async () => {
+    let broken = true;
+    const names = ['detached_broken', 'detached_steady'];
+    const projector = projectorOf(infra, [counterProjection(names[0]!, 0, () => broken), counterProjection(names[1]!)]);
+    await appendEvents(50);
+    await projector.start();
+    try {
+      const head = await reachedHead(['detached_steady']);
+      expect(projector.statuses()[0]!.stalled).to.equal(true);
+      expect((await readCheckpoint(infra.database.db, 'detached_broken'))!.lastSeq).to.be.lessThan(head);
+      const consumers: string[] = [];
+      for await (const info of await infra.jsm.consumers.list(config.eventStream)) consumers.push(info.name);
+      expect(consumers).to.include.members([projector.consumerName, 'projector_detached_broken']);
+
+      broken = false;
+      await appendEvents(10);
+      const newHead = await reachedHead(names);
+      for (const name of names) await expectEachOnce(name, newHead);
+      await eventually(() => expect(projector.statuses().map((s) => s.stalled)).to.deep.equal([false, false]));
     } finally {
       await projector.stop();
     }
