@@ -80,7 +80,7 @@ export const runsProjection: Projection = {
   },
 };
 
-/** The runs columns as `jsonb_to_recordset` reads them from the JSON of RunRecords. */
+/** The runs columns as `json_to_recordset` reads them from the JSON of RunRecords. */
 const RUN_RECORD_COLUMNS = sql.raw(
   [
     'id text', 'workspace_id text', 'account_id text', 'key_id text', 'scope text', 'status text', 'brief text',
@@ -101,7 +101,7 @@ async function upsertRuns(trx: Transaction<Database>, records: readonly RunRecor
       started_at, finished_at, duration_ms, result_text, truncated, usage, error, tool_calls, tool_call_count, queued_seq, last_seq)
     select id, workspace_id, account_id, key_id, scope, status, brief, auto_apply, agent, worker_id, created_at,
       started_at, finished_at, duration_ms, result_text, truncated, usage, error, tool_calls, tool_call_count, queued_seq, last_seq
-    from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as r(${RUN_RECORD_COLUMNS})
+    from json_to_recordset(${JSON.stringify(records)}::json) as r(${RUN_RECORD_COLUMNS})
     on conflict (id) do update set
       status = excluded.status, agent = excluded.agent, worker_id = excluded.worker_id, started_at = excluded.started_at,
       finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, result_text = excluded.result_text,
@@ -114,7 +114,7 @@ async function insertRunActions(trx: Transaction<Database>, actions: readonly Ru
   await sql`
     insert into run_actions (id, run_id, account_id, kind, summary, risk_tier, disposition, policy_reasons, seq)
     select id, run_id, account_id, kind, summary, risk_tier, disposition, policy_reasons, seq
-    from jsonb_to_recordset(${JSON.stringify(actions)}::jsonb) as a(id text, run_id text, account_id text, kind text,
+    from json_to_recordset(${JSON.stringify(actions)}::json) as a(id text, run_id text, account_id text, kind text,
       summary text, risk_tier text, disposition text, policy_reasons jsonb, seq bigint)
   `.execute(trx);
 }

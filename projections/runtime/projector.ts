@@ -68,6 +68,16 @@ const DETACH_AFTER_FAILURES = 4;
 /** Past this many subjects the remembered chain heads are dropped and read again as needed. */
 const MAX_REMEMBERED_HEADS = 200_000;
 
+/**
+ * The durable consumer of a projector of these projections: `projector_<name>` for one (the
+ * name it always had), `projectors_<a>_<b>…` for several. Each is a service consumer the
+ * analytics user is denied by name (deploy/nats/auth.conf).
+ */
+export function projectorConsumerName(projections: readonly Pick<Projection, 'name'>[]): string {
+  const names = projections.map((projection) => projection.name);
+  return names.length === 1 ? `projector_${names[0]}` : `projectors_${names.join('_')}`;
+}
+
 /** One projection fed by a projector: its own checkpoint, chain heads and status. */
 class Lane {
   readonly projection: Projection;
@@ -149,10 +159,8 @@ export class Projector {
     this.batchSize = options.batchSize ?? 2000;
   }
 
-  /** `projector_<name>` for one projection (the name it always had), `projectors_<a>_<b>…` for several. */
   get consumerName(): string {
-    const names = this.projections.map((projection) => projection.name);
-    return names.length === 1 ? `projector_${names[0]}` : `projectors_${names.join('_')}`;
+    return projectorConsumerName(this.projections);
   }
 
   /** The status of the first projection (the only one of a single-projection projector). */
@@ -196,7 +204,7 @@ export class Projector {
     const { jsm, stream } = this.options;
     for (const lane of this.lanes) {
       try {
-        await jsm.consumers.delete(stream, `projector_${lane.projection.name}`);
+        await jsm.consumers.delete(stream, projectorConsumerName([lane.projection]));
       } catch (error) {
         if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
       }
