@@ -123,7 +123,8 @@ const ADMISSION_SLICE = 500;
  * can never be applied (inadmissible, or refused by Postgres for its data) is parked in the
  * quarantine in the same transaction and the checkpoint moves past it; any other failure is
  * retried with backoff, for the projection that failed, until it succeeds, and that
- * projection reports itself stalled meanwhile (the others wait for it before the next batch).
+ * projection reports itself stalled meanwhile. The others wait for it before the next batch,
+ * until it has failed DETACH_AFTER_FAILURES times; then it goes on alone (see detachFailing).
  */
 export class Projector {
   private messages: ConsumerMessages | undefined;
