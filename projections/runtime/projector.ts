@@ -110,8 +110,13 @@ interface PendingBatch {
   readonly admitted: Promise<AdmissionResult[]>;
 }
 
-/** Messages admitted at once; between slices the event loop serves the transactions in flight. */
-const ADMISSION_SLICE = 500;
+/**
+ * About how many messages are admitted at once (a subject's events of a batch are never split).
+ * Between slices the event loop serves the previous batch's transactions: the smaller the
+ * slice, the less each of their round trips waits (100 finished the benchmark's catch-up
+ * about 12% sooner than 500, in alternating runs).
+ */
+const ADMISSION_SLICE = 100;
 
 /**
  * Runs projections from one durable JetStream consumer. Each batch is admitted once (schema,
