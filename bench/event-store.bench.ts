@@ -35,7 +35,8 @@ import { streams } from '../src/event-store/subjects.ts';
 /**
  * Event store benchmarks, each against a baseline measured in the same run:
  *   1. append with optimistic concurrency vs raw js.publish (sequential and 16 writers);
- *   2. the real projectors from zero over 100,000 events vs an ordered-consumer read;
+ *   2. the real projectors (one consumer for all, as the service runs them) from zero over 100,000
+ *      events vs an ordered-consumer read;
  *   3. rebuildProjection('runs') over the same events vs the same read;
  *   4. command latency on an account with ~100,000 earlier events vs a fresh one, warm and cold.
  */
@@ -173,7 +174,7 @@ async function benchAppend(): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // 2 + 3. Projection throughput and rebuild
 
-async function benchProjections(): Promise<void> {
+async function benchProjections(includeRebuild: boolean): Promise<void> {
   const total = PROJECTION_ACCOUNTS * EVENTS_PER_ACCOUNT;
   section(
     `2. projection throughput: real projectors (${PROJECTIONS.map((p) => p.name).join(', ')}) from zero over ` +
@@ -193,44 +194,42 @@ async function benchProjections(): Promise<void> {
 
       const baseline = await timeFullRead(infra, head);
 
-      const projectors = PROJECTIONS.map(
-        (projection) =>
-          new Projector({
-            db,
-            js: infra.js,
-            jsm: infra.jsm,
-            stream: config.eventStream,
-            filterSubject: infra.subjects.all,
-            projection,
-            // As the service runs them: every event's Ed25519 signature is checked.
-            admission: store.admission,
-            logger,
-          }),
-      );
+      // As the service runs them: one projector for every projection (one consumer, one admission
+      // of each batch, every event's Ed25519 signature checked), each in its own transaction.
+      const projector = new Projector({
+        db,
+        js: infra.js,
+        jsm: infra.jsm,
+        stream: config.eventStream,
+        filterSubject: infra.subjects.all,
+        projections: PROJECTIONS,
+        admission: store.admission,
+        logger,
+      });
       const reached = new Map<string, number>();
       const started = now();
       try {
-        await Promise.all(projectors.map((p) => p.start()));
-        while (reached.size < projectors.length) {
-          for (const projector of projectors) {
-            const status = projector.currentStatus();
+        await projector.start();
+        while (reached.size < PROJECTIONS.length) {
+          for (const status of projector.statuses()) {
             if (reached.has(status.name)) continue;
             const checkpoint = await readCheckpoint(db, status.name);
             if (checkpoint && checkpoint.lastSeq >= head) reached.set(status.name, now() - started);
-            else if (status.stalled) note(`(projector ${status.name} stalled, retrying: ${status.lastError})`);
+            else if (status.stalled) note(`(projection ${status.name} stalled, retrying: ${status.lastError})`);
           }
           if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projectors did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
-          if (reached.size < projectors.length) await sleep(20);
+          if (reached.size < PROJECTIONS.length) await sleep(20);
         }
       } finally {
-        await Promise.all(projectors.map((p) => p.stop()));
+        await projector.stop();
       }
       const allMs = Math.max(...reached.values());
       for (const [name, ms] of reached) {
         compareThroughput(`projector ${name} (from 0)`, head, ms, 'ordered read + parse', baseline.count, baseline.ms);
       }
-      compareThroughput(`projectors, all ${projectors.length} concurrently`, head, allMs, 'ordered read + parse', baseline.count, baseline.ms);
+      compareThroughput(`projectors, all ${PROJECTIONS.length} together`, head, allMs, 'ordered read + parse', baseline.count, baseline.ms);
       await checkRunsTable(infra, 'after projectors');
+      if (!includeRebuild) return;
 
       section(`3. rebuild: rebuildProjection(runs) over ${total.toLocaleString('en-US')} events vs ordered-consumer read + JSON.parse`);
       const rebuildBaseline = await timeFullRead(infra, head);
@@ -460,11 +459,11 @@ async function benchCommandLatency(): Promise<void> {
   }
 }
 
-/** Runs every section; BENCH_SECTIONS=1,4 runs only those (sections 2 and 3 share their setup). */
+/** Runs every section; BENCH_SECTIONS=1,4 runs only those (section 3 runs on section 2's setup, after it). */
 export async function run(): Promise<void> {
   const only = (process.env.BENCH_SECTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const wanted = (...ids: string[]) => only.length === 0 || ids.some((id) => only.includes(id));
   if (wanted('1')) await benchAppend();
-  if (wanted('2', '3')) await benchProjections();
+  if (wanted('2', '3')) await benchProjections(wanted('3'));
   if (wanted('4')) await benchCommandLatency();
 }

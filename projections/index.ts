@@ -3,7 +3,7 @@ import { identityProjection } from './identity/identity-projection.ts';
 import { runsProjection } from './runs/runs-projection.ts';
 import type { Projection } from './runtime/projection.ts';
 
-/** Every read model of the service; the projector role runs one durable consumer for each. */
+/** Every read model of the service; the projector role runs them from one durable consumer (see Projector). */
 export const PROJECTIONS: readonly Projection[] = [identityProjection, runsProjection, approvalsProjection];
 
 export function projectionNamed(name: string): Projection | undefined {

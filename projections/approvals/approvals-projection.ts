@@ -2,6 +2,8 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { ActionAppliedData, DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import type { EditedFrom } from './approvals-tables.ts';
+import type { ApprovalRow } from './approval-view.ts';
 import type { Projection } from '../runtime/projection.ts';
 
 export const APPROVALS_PROJECTION = 'approvals';
@@ -43,89 +45,174 @@ export const approvalsProjection: Projection = {
   // Every event apply acts on is an action's (ActionProposed, ActionApproved, ...).
   handles: (event) => event.type.startsWith('Action'),
 
+  /**
+   * Folds the batch over the rows it touches in memory and writes each row once: new actions
+   * in one insert, changed ones in one update. The same rows as one statement per event:
+   * an update of an action that does not exist changes nothing, and a second proposal of an
+   * id (in the table or earlier in the batch) makes the insert fail with a unique violation,
+   * so the batch is applied again event by event (applyIsolating) and that proposal parked.
+   */
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+    const targetOf = (event: DomainEvent) => (event.type === 'ActionProposed' ? event.data.action_id : event.aggregate.id);
+    const firstIsProposal = new Map<string, boolean>();
+    for (const { event } of events) {
+      const id = targetOf(event as DomainEvent);
+      if (!firstIsProposal.has(id)) firstIsProposal.set(id, (event as DomainEvent).type === 'ActionProposed');
+    }
+    const stored = [...firstIsProposal].filter(([, proposal]) => !proposal).map(([id]) => id);
+    const rows = new Map<string, ApprovalRecord>();
+    if (stored.length > 0) {
+      // edited_at as Postgres writes it: written back unchanged, it must not lose its microseconds to a Date.
+      const found = await trx
+        .selectFrom('approvals')
+        .selectAll()
+        .select(sql<string | null>`edited_at::text`.as('edited_at_text'))
+        .where(sql<boolean>`id = any(${stored}::text[])`)
+        .execute();
+      for (const row of found) rows.set(row.id, toApprovalRecord(row));
+    }
+    const inserted: ApprovalRecord[] = [];
+    const insertedRows = new Set<ApprovalRecord>();
+    const updated = new Set<ApprovalRecord>();
     for (const { seq, event: raw } of events) {
       const event = raw as DomainEvent;
-      const update = (status: string, statusReason: string | null, extra: Record<string, unknown> = {}) =>
-        trx
-          .updateTable('approvals')
-          .set({ status: status as never, status_reason: statusReason, updated_at: event.time, last_seq: seq, ...extra })
-          .where('id', '=', event.aggregate.id)
-          .execute();
+      if (event.type === 'ActionProposed') {
+        const record: ApprovalRecord = {
+          id: event.data.action_id,
+          workspace_id: event.workspace_id,
+          account_id: event.account_id!,
+          run_id: event.data.run_id,
+          kind: event.data.kind,
+          summary: event.data.summary,
+          reason: event.data.reason,
+          params: event.data.params,
+          risk_tier: event.data.risk_tier,
+          disposition: event.data.disposition,
+          policy_reasons: event.data.policy_reasons,
+          status: event.data.disposition,
+          status_reason: null,
+          original: null,
+          edited_at: null,
+          edited_by: null,
+          apply_attempts: 0,
+          proposed_seq: seq,
+          created_at: event.time,
+          updated_at: event.time,
+          last_seq: seq,
+        };
+        inserted.push(record);
+        insertedRows.add(record);
+        // A later event of the batch changes what is inserted; a duplicate id fails the insert.
+        if (!rows.has(record.id)) rows.set(record.id, record);
+        continue;
+      }
+      const row = rows.get(event.aggregate.id);
+      if (!row) continue;
+      const setStatus = (status: string, statusReason: string | null) => Object.assign(row, { status, status_reason: statusReason });
       switch (event.type) {
-        case 'ActionProposed':
-          await trx
-            .insertInto('approvals')
-            .values({
-              id: event.data.action_id,
-              workspace_id: event.workspace_id,
-              account_id: event.account_id!,
-              run_id: event.data.run_id,
-              kind: event.data.kind,
-              summary: event.data.summary,
-              reason: event.data.reason,
-              params: JSON.stringify(event.data.params),
-              risk_tier: event.data.risk_tier,
-              disposition: event.data.disposition,
-              policy_reasons: JSON.stringify(event.data.policy_reasons),
-              status: event.data.disposition,
-              status_reason: null,
-              original: null,
-              edited_at: null,
-              edited_by: null,
-              apply_attempts: 0,
-              proposed_seq: seq,
-              created_at: event.time,
-              updated_at: event.time,
-              last_seq: seq,
-            })
-            .execute();
-          break;
         case 'ActionEdited': {
           const { before, after } = event.data;
           // The first version stays the original: a returned action edited again keeps pointing at the proposal.
-          const original = JSON.stringify({ summary: before.summary, params: before.params, risk_tier: before.risk_tier, policy_reasons: before.policy_reasons });
-          await trx
-            .updateTable('approvals')
-            .set({
-              summary: after.summary,
-              params: JSON.stringify(after.params),
-              risk_tier: after.risk_tier,
-              policy_reasons: JSON.stringify(after.policy_reasons),
-              original: sql<string>`coalesce(original, ${original}::jsonb)`,
-              edited_at: event.time,
-              edited_by: `${event.actor.kind}:${event.actor.id}`,
-              updated_at: event.time,
-              last_seq: seq,
-            })
-            .where('id', '=', event.aggregate.id)
-            .execute();
+          row.original ??= { summary: before.summary, params: before.params, risk_tier: before.risk_tier, policy_reasons: before.policy_reasons };
+          Object.assign(row, {
+            summary: after.summary,
+            params: after.params,
+            risk_tier: after.risk_tier,
+            policy_reasons: after.policy_reasons,
+            edited_at: event.time,
+            edited_by: `${event.actor.kind}:${event.actor.id}`,
+          });
           break;
         }
         case 'ActionApproved':
-          await update('approved', event.data.note || null);
+          setStatus('approved', event.data.note || null);
           break;
         case 'ActionRejected':
-          await update('rejected', event.data.reason || null);
+          setStatus('rejected', event.data.reason || null);
           break;
         case 'ActionApplyStarted':
-          await update('applying', null, { apply_attempts: event.data.attempt });
+          setStatus('applying', null);
+          row.apply_attempts = event.data.attempt;
           break;
         case 'ActionApplied':
-          await update('applied', appliedReason(event.data));
+          setStatus('applied', appliedReason(event.data));
           break;
         case 'ActionApplyFailed':
-          await update('applying', `attempt ${event.data.attempt} failed: ${event.data.error}`);
+          setStatus('applying', `attempt ${event.data.attempt} failed: ${event.data.error}`);
           break;
         case 'ActionReturnedToQueue':
-          await update('returned', event.data.reason);
+          setStatus('returned', event.data.reason);
           break;
         default:
-          break;
+          continue;
       }
+      row.updated_at = event.time;
+      row.last_seq = seq;
+      if (!insertedRows.has(row)) updated.add(row);
+    }
+    if (inserted.length > 0) {
+      await sql`
+        insert into approvals (${APPROVAL_COLUMN_NAMES})
+        select ${APPROVAL_COLUMN_NAMES} from json_to_recordset(${JSON.stringify(inserted)}::json) as r(${APPROVAL_COLUMNS})
+      `.execute(trx);
+    }
+    if (updated.size > 0) {
+      await sql`
+        update approvals set
+          summary = r.summary, params = r.params, risk_tier = r.risk_tier, policy_reasons = r.policy_reasons, status = r.status,
+          status_reason = r.status_reason, original = r.original, edited_at = r.edited_at, edited_by = r.edited_by,
+          apply_attempts = r.apply_attempts, updated_at = r.updated_at, last_seq = r.last_seq
+        from json_to_recordset(${JSON.stringify([...updated])}::json) as r(${APPROVAL_COLUMNS})
+        where approvals.id = r.id
+      `.execute(trx);
     }
   },
 };
+
+/** An approvals row as the fold works on it: timestamps as ISO strings, JSON columns as values. */
+interface ApprovalRecord {
+  id: string;
+  workspace_id: string;
+  account_id: string;
+  run_id: string | null;
+  kind: string;
+  summary: string;
+  reason: string;
+  params: Record<string, unknown>;
+  risk_tier: string;
+  disposition: string;
+  policy_reasons: readonly string[];
+  status: string;
+  status_reason: string | null;
+  original: EditedFrom | null;
+  edited_at: string | null;
+  edited_by: string | null;
+  apply_attempts: number;
+  proposed_seq: number;
+  created_at: string;
+  updated_at: string;
+  last_seq: number;
+}
+
+const APPROVAL_COLUMN_TYPES: readonly (readonly [keyof ApprovalRecord, string])[] = [
+  ['id', 'text'], ['workspace_id', 'text'], ['account_id', 'text'], ['run_id', 'text'], ['kind', 'text'], ['summary', 'text'],
+  ['reason', 'text'], ['params', 'jsonb'], ['risk_tier', 'text'], ['disposition', 'text'], ['policy_reasons', 'jsonb'],
+  ['status', 'text'], ['status_reason', 'text'], ['original', 'jsonb'], ['edited_at', 'timestamptz'], ['edited_by', 'text'],
+  ['apply_attempts', 'integer'], ['proposed_seq', 'bigint'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+  ['last_seq', 'bigint'],
+];
+const APPROVAL_COLUMN_NAMES = sql.raw(APPROVAL_COLUMN_TYPES.map(([name]) => name).join(', '));
+/** The approvals columns as `json_to_recordset` reads them from the JSON of ApprovalRecords. */
+const APPROVAL_COLUMNS = sql.raw(APPROVAL_COLUMN_TYPES.map(([name, type]) => `${name} ${type}`).join(', '));
+
+function toApprovalRecord({ edited_at_text, ...row }: ApprovalRow & { edited_at_text: string | null }): ApprovalRecord {
+  return {
+    ...row,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    edited_at: edited_at_text,
+  };
+}
 
 /**
  * A partly applied change says which parts went live and which the platform refused, each

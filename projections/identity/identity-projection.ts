@@ -50,46 +50,53 @@ export const identityProjection: Projection = {
 
   handles: (event) => IDENTITY_EVENTS.has(event.type),
 
+  /**
+   * Consecutive creations of one kind go into one multi-row insert; a revocation is its own
+   * update, in stream order. A duplicate id fails its insert as it would alone, and
+   * applyIsolating then applies the batch event by event and parks that one.
+   */
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
+    let pending: { table: 'workspaces' | 'accounts' | 'api_keys'; rows: Record<string, unknown>[] } | null = null;
+    const flush = async () => {
+      if (pending) await (trx as unknown as Kysely<any>).insertInto(pending.table).values(pending.rows).execute();
+      pending = null;
+    };
+    const insert = async (table: 'workspaces' | 'accounts' | 'api_keys', row: Record<string, unknown>) => {
+      if (pending?.table !== table) await flush();
+      pending ??= { table, rows: [] };
+      pending.rows.push(row);
+    };
     for (const { seq, event: raw } of events) {
       const event = raw as DomainEvent;
       switch (event.type) {
         case 'WorkspaceCreated':
-          await trx
-            .insertInto('workspaces')
-            .values({ id: event.aggregate.id, name: event.data.name, created_at: event.time, last_seq: seq })
-            .execute();
+          await insert('workspaces', { id: event.aggregate.id, name: event.data.name, created_at: event.time, last_seq: seq });
           break;
         case 'AccountCreated':
-          await trx
-            .insertInto('accounts')
-            .values({
-              id: event.aggregate.id,
-              workspace_id: event.workspace_id,
-              name: event.data.name,
-              platform: event.data.platform,
-              sandbox_seed: event.data.sandbox_seed,
-              created_at: event.time,
-              last_seq: seq,
-            })
-            .execute();
+          await insert('accounts', {
+            id: event.aggregate.id,
+            workspace_id: event.workspace_id,
+            name: event.data.name,
+            platform: event.data.platform,
+            sandbox_seed: event.data.sandbox_seed,
+            created_at: event.time,
+            last_seq: seq,
+          });
           break;
         case 'ApiKeyIssued':
-          await trx
-            .insertInto('api_keys')
-            .values({
-              id: event.aggregate.id,
-              workspace_id: event.workspace_id,
-              name: event.data.name,
-              scope: event.data.scope,
-              secret_hash: event.data.secret_hash,
-              created_at: event.time,
-              revoked_at: null,
-              last_seq: seq,
-            })
-            .execute();
+          await insert('api_keys', {
+            id: event.aggregate.id,
+            workspace_id: event.workspace_id,
+            name: event.data.name,
+            scope: event.data.scope,
+            secret_hash: event.data.secret_hash,
+            created_at: event.time,
+            revoked_at: null,
+            last_seq: seq,
+          });
           break;
         case 'ApiKeyRevoked':
+          await flush();
           await trx
             .updateTable('api_keys')
             .set({ revoked_at: event.time, last_seq: seq })
@@ -100,5 +107,6 @@ export const identityProjection: Projection = {
           break;
       }
     }
+    await flush();
   },
 };

@@ -1,9 +1,9 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import type { Projection } from '../runtime/projection.ts';
-import { foldRunEvents, runIdOf, type RunRecord } from './fold-runs.ts';
+import { foldRunEvents, runIdOf, type RunActionRecord, type RunRecord } from './fold-runs.ts';
 import type { RunsTable } from './runs-tables.ts';
 
 export const RUNS_PROJECTION = 'runs';
@@ -60,59 +60,63 @@ export const runsProjection: Projection = {
   handles: (event) => runIdOf(event as DomainEvent) !== null,
 
   async apply(trx: Transaction<Database>, events: readonly StoredEvent[]) {
-    const runIds = [...new Set(events.map((e) => runIdOf(e.event as DomainEvent)).filter((id): id is string => id !== null))];
-    if (runIds.length === 0) return;
+    const firstEventOf = new Map<string, DomainEvent['type']>();
+    for (const { event } of events) {
+      const runId = runIdOf(event as DomainEvent);
+      if (runId !== null && !firstEventOf.has(runId)) firstEventOf.set(runId, (event as DomainEvent).type);
+    }
+    if (firstEventOf.size === 0) return;
+    // A run whose first event here is RunQueued starts from a fresh record whatever is stored
+    // (see foldRunEvents), so only the others are read.
+    const stored = [...firstEventOf].filter(([, type]) => type !== 'RunQueued').map(([runId]) => runId);
     const rows = new Map<string, RunRecord>();
-    for (const chunk of chunks(runIds, 1000)) {
-      for (const row of await trx.selectFrom('runs').selectAll().where('id', 'in', chunk).execute()) rows.set(row.id, toRunRecord(row));
+    if (stored.length > 0) {
+      const found = await trx.selectFrom('runs').selectAll().where(sql<boolean>`id = any(${stored}::text[])`).execute();
+      for (const row of found) rows.set(row.id, toRunRecord(row));
     }
     const { changed, actions } = foldRunEvents(rows, events);
-    for (const chunk of chunks([...changed], 1000)) {
-      const values = chunk.map((id) => {
-        const row = rows.get(id)!;
-        return {
-          ...row,
-          agent: row.agent === null ? null : JSON.stringify(row.agent),
-          usage: JSON.stringify(row.usage),
-          error: row.error === null ? null : JSON.stringify(row.error),
-          tool_calls: JSON.stringify(row.tool_calls),
-        };
-      });
-      await trx
-        .insertInto('runs')
-        .values(values)
-        .onConflict((oc) =>
-          oc.column('id').doUpdateSet((eb) => ({
-            status: eb.ref('excluded.status'),
-            agent: eb.ref('excluded.agent'),
-            worker_id: eb.ref('excluded.worker_id'),
-            started_at: eb.ref('excluded.started_at'),
-            finished_at: eb.ref('excluded.finished_at'),
-            duration_ms: eb.ref('excluded.duration_ms'),
-            result_text: eb.ref('excluded.result_text'),
-            truncated: eb.ref('excluded.truncated'),
-            usage: eb.ref('excluded.usage'),
-            error: eb.ref('excluded.error'),
-            tool_calls: eb.ref('excluded.tool_calls'),
-            tool_call_count: eb.ref('excluded.tool_call_count'),
-            last_seq: eb.ref('excluded.last_seq'),
-          })),
-        )
-        .execute();
-    }
-    for (const chunk of chunks(actions, 1000)) {
-      await trx
-        .insertInto('run_actions')
-        .values(chunk.map((a) => ({ ...a, policy_reasons: JSON.stringify(a.policy_reasons) })))
-        .execute();
-    }
+    if (changed.size > 0) await upsertRuns(trx, [...changed].map((id) => rows.get(id)!));
+    if (actions.length > 0) await insertRunActions(trx, actions);
   },
 };
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const result: T[][] = [];
-  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
-  return result;
+/** The runs columns as `json_to_recordset` reads them from the JSON of RunRecords. */
+const RUN_RECORD_COLUMNS = sql.raw(
+  [
+    'id text', 'workspace_id text', 'account_id text', 'key_id text', 'scope text', 'status text', 'brief text',
+    'auto_apply boolean', 'agent jsonb', 'worker_id text', 'created_at timestamptz', 'started_at timestamptz',
+    'finished_at timestamptz', 'duration_ms integer', 'result_text text', 'truncated boolean', 'usage jsonb', 'error jsonb',
+    'tool_calls jsonb', 'tool_call_count integer', 'queued_seq bigint', 'last_seq bigint',
+  ].join(', '),
+);
+
+/**
+ * Writes folded runs in one statement whose only parameter is their JSON: Postgres unpacks
+ * it, instead of the client compiling and sending one parameter per column of every row.
+ * What a run's later events cannot change (who queued it, when, its brief) is kept.
+ */
+async function upsertRuns(trx: Transaction<Database>, records: readonly RunRecord[]): Promise<void> {
+  await sql`
+    insert into runs (id, workspace_id, account_id, key_id, scope, status, brief, auto_apply, agent, worker_id, created_at,
+      started_at, finished_at, duration_ms, result_text, truncated, usage, error, tool_calls, tool_call_count, queued_seq, last_seq)
+    select id, workspace_id, account_id, key_id, scope, status, brief, auto_apply, agent, worker_id, created_at,
+      started_at, finished_at, duration_ms, result_text, truncated, usage, error, tool_calls, tool_call_count, queued_seq, last_seq
+    from json_to_recordset(${JSON.stringify(records)}::json) as r(${RUN_RECORD_COLUMNS})
+    on conflict (id) do update set
+      status = excluded.status, agent = excluded.agent, worker_id = excluded.worker_id, started_at = excluded.started_at,
+      finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, result_text = excluded.result_text,
+      truncated = excluded.truncated, usage = excluded.usage, error = excluded.error, tool_calls = excluded.tool_calls,
+      tool_call_count = excluded.tool_call_count, last_seq = excluded.last_seq
+  `.execute(trx);
+}
+
+async function insertRunActions(trx: Transaction<Database>, actions: readonly RunActionRecord[]): Promise<void> {
+  await sql`
+    insert into run_actions (id, run_id, account_id, kind, summary, risk_tier, disposition, policy_reasons, seq)
+    select id, run_id, account_id, kind, summary, risk_tier, disposition, policy_reasons, seq
+    from json_to_recordset(${JSON.stringify(actions)}::json) as a(id text, run_id text, account_id text, kind text,
+      summary text, risk_tier text, disposition text, policy_reasons jsonb, seq bigint)
+  `.execute(trx);
 }
 
 /** A stored row as the fold takes it: timestamps as ISO strings. */

@@ -71,7 +71,7 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
     const rows: { subject: string; last_hash: string }[] = await db
       .selectFrom(table)
       .select(['subject', 'last_hash'])
-      .where('subject', 'in', unknown)
+      .where(sql<boolean>`subject = any(${unknown}::text[])`)
       .execute();
     for (const row of rows) heads.set(row.subject, row.last_hash);
   }
@@ -90,13 +90,14 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
     continuing.push(entry);
   }
   if (moved.size > 0) {
-    await db
-      .insertInto(table)
-      .values([...moved].map(([subject, head]) => ({ subject, last_seq: head.seq, last_hash: head.hash })))
-      .onConflict((oc: any) =>
-        oc.column('subject').doUpdateSet({ last_seq: sql`excluded.last_seq`, last_hash: sql`excluded.last_hash` }),
-      )
-      .execute();
+    // Three array parameters whatever the number of subjects: no per-row parameters to compile and send.
+    const subjects = [...moved.keys()];
+    const newHeads = [...moved.values()];
+    await sql`
+      insert into ${sql.table(table)} (subject, last_seq, last_hash)
+      select * from unnest(${subjects}::text[], ${newHeads.map((h) => h.seq)}::bigint[], ${newHeads.map((h) => h.hash)}::text[])
+      on conflict (subject) do update set last_seq = excluded.last_seq, last_hash = excluded.last_hash
+    `.execute(trx);
   }
   return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.hash])) };
 }

@@ -37,7 +37,7 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
       check: async () => {
         const head = await infrastructure.store.lastSequence();
         const behind = projectors
-          .map((p) => p.currentStatus())
+          .flatMap((p) => p.statuses())
           .filter((s) => s.stalled || head - s.lastSeq > READY_LAG_EVENTS)
           .map((s) => (s.stalled ? `${s.name} stalled: ${s.lastError}` : `${s.name} at ${s.lastSeq} of ${head}`));
         const parked = describeQuarantine(await countQuarantined(infrastructure.database.db));

@@ -77,25 +77,24 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   const projectors: Projector[] = [];
   const metrics = new ServiceMetrics({
-    projectors: () => projectors.map((p) => p.currentStatus()),
+    projectors: () => projectors.flatMap((p) => p.statuses()),
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),
   });
   if (config.roles.includes('projectors')) {
-    for (const projection of PROJECTIONS) {
-      const projector = new Projector({
-        db: database.db,
-        js,
-        jsm,
-        stream: config.eventStream,
-        filterSubject: subjects.all,
-        projection,
-        admission: store.admission,
-        logger,
-      });
-      await projector.start();
-      projectors.push(projector);
-    }
+    // One consumer and one admission of each batch for every projection, each in its own transaction.
+    const projector = new Projector({
+      db: database.db,
+      js,
+      jsm,
+      stream: config.eventStream,
+      filterSubject: subjects.all,
+      projections: PROJECTIONS,
+      admission: store.admission,
+      logger,
+    });
+    await projector.start();
+    projectors.push(projector);
     stopProjectors.push(async () => {
       await Promise.all(projectors.map((p) => p.stop()));
     });

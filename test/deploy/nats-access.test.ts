@@ -9,6 +9,7 @@ import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ApprovalsPerDayConsumer } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
+import { projectorConsumerName } from '../../projections/runtime/projector.ts';
 import { connectNats, watchNatsServerErrors } from '../../src/event-store/nats-connection.ts';
 import { AGENT_WORKER_CONSUMER } from '../../src/workers/agent-worker.ts';
 import { APPLY_WORKER_CONSUMER } from '../../src/workers/apply-worker.ts';
@@ -197,7 +198,7 @@ describe('deploy/: NATS users, permissions and TLS', function () {
 
     it('cannot pull from, ack for, redefine or delete the service\'s durable consumers', async () => {
       const jsm = await jetstreamManager(analytics);
-      for (const name of [AGENT_WORKER_CONSUMER, 'projector_runs']) {
+      for (const name of [AGENT_WORKER_CONSUMER, projectorConsumerName(PROJECTIONS), 'projector_runs']) {
         const pull = await analytics
           .request(`$JS.API.CONSUMER.MSG.NEXT.${STREAM}.${name}`, JSON.stringify({ batch: 1, no_wait: true }), { timeout: 3000 })
           .then(() => null, (e: Error) => e);
@@ -226,7 +227,12 @@ describe('deploy/: NATS users, permissions and TLS', function () {
 
     it('is denied every durable consumer the service uses (auth.conf lists each by name)', () => {
       const auth = readFileSync(deploy('nats/auth.conf'), 'utf8');
-      const serviceConsumers = [...PROJECTIONS.map((p) => `projector_${p.name}`), AGENT_WORKER_CONSUMER, APPLY_WORKER_CONSUMER];
+      const serviceConsumers = [
+        projectorConsumerName(PROJECTIONS),
+        ...PROJECTIONS.map((p) => projectorConsumerName([p])),
+        AGENT_WORKER_CONSUMER,
+        APPLY_WORKER_CONSUMER,
+      ];
       for (const name of serviceConsumers) {
         for (const subject of [
           `$JS.API.CONSUMER.CREATE.${STREAM}.${name}`,
