@@ -26,14 +26,17 @@ describe('worker pull loop: a message that keeps failing', function () {
     await dropIsolated(config);
   });
 
-  it('is handled exactly maxDeliveries times, then parked as failed_repeatedly; every other message is handled once', async () => {
+  it('is handled exactly maxDeliveries times, then parked as failed_repeatedly; every other message is handled and acked', async () => {
     const consumerName = 'pull_loop_test';
     await infra.jsm.consumers.add(config.eventStream, {
       durable_name: consumerName,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       filter_subject: infra.subjects.all,
-      ack_wait: 30_000_000_000,
+      // nats-server 2.9 sometimes answers a pull with an already acked message in place of the one
+      // whose delayed nak came due (seen here: seq 4 again, with a delivery count of 1), and the
+      // displaced message then waits out the ack wait. A short one keeps that from looking like a hang.
+      ack_wait: 5_000_000_000,
     });
     const appender = new ChainedAppender(infra);
     const ids = ['ws-a', 'ws-poison', 'ws-b', 'ws-c'];
@@ -58,12 +61,14 @@ describe('worker pull loop: a message that keeps failing', function () {
     });
     await loop.start();
     try {
-      // A nak's delay (1 s, then 2 s) brings the message back; on a loaded machine a redelivery can
-      // fall back to the consumer's 30 s ack wait, so the wait covers that.
+      // A nak's delay (1 s, then 2 s) brings the message back; a delivery lost in flight comes back after the 5 s ack wait.
       await eventually(() => expect(parked, `handled so far: ${JSON.stringify(Object.fromEntries(handled))}`).to.have.length(1), 45_000, 100);
       expect(parked[0]).to.include({ reason: 'failed_repeatedly', error: 'this one always fails' });
       expect(parked[0]!.subject).to.equal(appender.workspaceSubject('ws-poison'));
-      expect(Object.fromEntries(handled)).to.deep.equal({ 'ws-a': 1, 'ws-poison': 3, 'ws-b': 1, 'ws-c': 1 });
+      // Parking counts failed handlings, so the poison message is handled exactly maxDeliveries times.
+      // JetStream delivers at least once (see the ack wait above): the others at least once each.
+      expect(handled.get('ws-poison')).to.equal(3);
+      for (const workspace of ['ws-a', 'ws-b', 'ws-c']) expect(handled.get(workspace), workspace).to.be.at.least(1);
       await eventually(async () => {
         const info = await infra.jsm.consumers.info(config.eventStream, consumerName);
         expect([info.num_pending, info.num_ack_pending]).to.deep.equal([0, 0]);
