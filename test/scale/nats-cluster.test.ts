@@ -253,7 +253,10 @@ describe('scale-out: a 3-node NATS cluster, two HTTP and two agent-worker proces
     await killer;
 
     expect(probe, 'a run accepted after the node was killed').to.not.equal(undefined);
-    expect(probe!.endedAt - killedAt, 'from the kill to the next accepted run').to.be.lessThan(10_000);
+    // nats-server 2.9's Raft elects a stream leader 4 to 9 s after it lost the old one (its election
+    // timeout), and when the killed node also led the meta layer that election comes first; a
+    // fresh-clone CI run measured 10.4 s. Within seconds, bounded well below the clients' patience.
+    expect(probe!.endedAt - killedAt, 'from the kill to the next accepted run').to.be.lessThan(20_000);
 
     const accepted = [...attempts.filter((a) => a.runId !== null), probe!];
     const runIds = [...new Set(accepted.map((a) => a.runId!))];
