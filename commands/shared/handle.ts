@@ -35,6 +35,18 @@ export interface HandleOptions {
 }
 
 const DEFAULT_MAX_ATTEMPTS = 12;
+/** Reloads of state found behind the stream leader before a refusal; a replica catches up in milliseconds. */
+const MAX_STALE_RELOADS = 5;
+const STALE_RELOAD_DELAY_MS = 20;
+
+/** Whether the leader has an event of `subject` after `lastSequence` (false when it cannot say). */
+async function behindLeader(aggregates: Aggregates, subject: string, lastSequence: number): Promise<boolean> {
+  try {
+    return (await aggregates.store.leaderLastSequenceOf(subject)) > lastSequence;
+  } catch {
+    return false; // the refusal stands as decided (an outage is reported by the next request)
+  }
+}
 
 export { OUTAGE_RIDE_THROUGH_MS } from './outage.ts';
 
@@ -85,6 +97,7 @@ export async function handle<C extends Command, S>(
   }
   let lastConflict: AppendConflictError | undefined;
   let outageSince: number | undefined;
+  let staleReloads = 0;
   const rideThroughMs = options.outageRideThroughMs ?? aggregates.outageRideThroughMs;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     let loaded: Awaited<ReturnType<typeof repository.load>>;
@@ -95,7 +108,19 @@ export async function handle<C extends Command, S>(
       attempt--;
       continue;
     }
-    const events = decider.decide(command, loaded.state);
+    let events: readonly UnsealedEvent[];
+    try {
+      events = decider.decide(command, loaded.state);
+    } catch (refusal) {
+      // Reads may be answered by a replica of the stream that is behind its leader (a client that
+      // just saw its run end elsewhere would be told the run is still in progress). A refusal
+      // stands only on state the leader has nothing newer than; otherwise decide again on a reload.
+      if (staleReloads >= MAX_STALE_RELOADS || !(await behindLeader(aggregates, subject, loaded.lastSequence))) throw refusal;
+      staleReloads++;
+      attempt--;
+      await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
+      continue;
+    }
     if (events.length === 0) return { appended: [], state: loaded.state, position: loaded };
     try {
       const appended = await aggregates.store.append<DomainEvent>(subject, events, loaded);

@@ -48,6 +48,11 @@ export interface EventStore {
   positionOf(subject: string): Promise<SubjectPosition>;
   /** The stream's last sequence (0 when empty). */
   lastSequence(): Promise<number>;
+  /**
+   * The subject's last sequence as the stream's leader has it (0 when none): what a read that
+   * may have been answered by a replica behind the leader is checked against before a refusal.
+   */
+  leaderLastSequenceOf(subject: string): Promise<number>;
   /** Events of one subject with sequence in (afterSeq, uptoSeq], in order, as stored. */
   readSubject(subject: string, afterSeq: number, uptoSeq: number): AsyncIterable<StoredEvent>;
   /** Like {@link readSubject}, through admission. */

@@ -94,6 +94,10 @@ export class InMemoryEventStore implements EventStore {
     return last ? { seq: last.seq, subject: last.subject, event: parseEvent(last.data, last.seq) } : null;
   }
 
+  async leaderLastSequenceOf(subject: string): Promise<number> {
+    return this.lastMessage(subject)?.seq ?? 0;
+  }
+
   async lastOfChecked(subject: string): Promise<AdmissionResult | null> {
     const last = this.lastMessage(subject);
     return last ? this.admission.tryAdmit(last) : null;

@@ -173,6 +173,16 @@ export class JetStreamEventStore implements EventStore {
     return message ? { seq: message.seq, subject: message.subject, text: message.string(), data: message.data } : null;
   }
 
+  async leaderLastSequenceOf(subject: string): Promise<number> {
+    // Not a direct get: STREAM.MSG.GET is answered by the stream leader, never by a replica.
+    try {
+      return (await this.jsm.streams.getMessage(this.streamName, { last_by_subj: subject }))?.seq ?? 0;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return 0;
+      throw error;
+    }
+  }
+
   /** The stream's last sequence (0 when empty). */
   async lastSequence(): Promise<number> {
     const info = await this.jsm.streams.info(this.streamName);

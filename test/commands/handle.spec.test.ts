@@ -230,3 +230,48 @@ describe('handle: commands on the in-memory event store (specs)', () => {
     });
   });
 });
+
+/**
+ * A store whose reads are answered by a replica that is behind the stream leader for its first
+ * `lagging` reads (direct gets on an R3 stream may be), while the leader knows every event.
+ */
+class LaggingReplicaStore extends InMemoryEventStore {
+  lagging = 0;
+  override async lastOfChecked(subject: string) {
+    if (this.lagging > 0) {
+      this.lagging--;
+      return null;
+    }
+    return super.lastOfChecked(subject);
+  }
+}
+
+describe('handle: a refusal is never decided on a replica behind the leader (specs)', () => {
+  const subjects = new Subjects('spec');
+  const engage = (commands: Commands) =>
+    commands.handle(workspaceDecider, { type: 'SetKillSwitch', workspaceId: 'ws', engaged: true, reason: 'r', meta });
+
+  it('given a workspace a lagging replica does not show yet, when the kill switch is engaged, then it is engaged (decided again on a reload)', async () => {
+    const store = new LaggingReplicaStore();
+    await new Commands(new Aggregates(store, subjects, null)).handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    store.lagging = 2;
+    const engaged = await engage(new Commands(new Aggregates(store, subjects, null)));
+    expect(engaged.state.killSwitch.engaged).to.equal(true);
+    expect(store.lagging, 'both lagging reads were used').to.equal(0);
+  });
+
+  it('given a workspace the leader does not have either, then the refusal stands (no reload loop)', async () => {
+    const store = new LaggingReplicaStore();
+    const error = await engage(new Commands(new Aggregates(store, subjects, null))).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(WorkspaceNotFoundError);
+  });
+
+  it('given a replica that stays behind, then the refusal stands after a few reloads', async () => {
+    const store = new LaggingReplicaStore();
+    await new Commands(new Aggregates(store, subjects, null)).handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    store.lagging = 1_000;
+    const error = await engage(new Commands(new Aggregates(store, subjects, null))).catch((e: unknown) => e);
+    expect(error).to.be.instanceOf(WorkspaceNotFoundError);
+    expect(1_000 - store.lagging, 'reads: the first and five reloads').to.equal(6);
+  });
+});
