@@ -36,11 +36,11 @@ export interface HandleOptions {
 
 const DEFAULT_MAX_ATTEMPTS = 12;
 /** Reloads of state found behind the stream leader before a refusal; a replica catches up in milliseconds. */
-const MAX_STALE_RELOADS = 5;
-const STALE_RELOAD_DELAY_MS = 20;
+export const MAX_STALE_RELOADS = 5;
+export const STALE_RELOAD_DELAY_MS = 20;
 
 /** Whether the leader has an event of `subject` after `lastSequence` (false when it cannot say). */
-async function behindLeader(aggregates: Aggregates, subject: string, lastSequence: number): Promise<boolean> {
+export async function behindLeader(aggregates: Aggregates, subject: string, lastSequence: number): Promise<boolean> {
   try {
     return (await aggregates.store.leaderLastSequenceOf(subject)) > lastSequence;
   } catch {

@@ -14,6 +14,8 @@ import { transcriptDecider } from '../../commands/run/transcript.ts';
 import { loadKey, loadAccount } from '../../commands/queries.ts';
 import type { ChangeTracker, SubjectChangeFeed } from '../event-store/subject-changes.ts';
 import { streams } from '../event-store/subjects.ts';
+import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from '../../commands/shared/handle.ts';
+import type { KeyState } from '../../commands/key/key-decider.ts';
 import { platformAccountOf } from '../../commands/account/platform-account.ts';
 
 export interface RunExecutorDependencies {
@@ -110,18 +112,23 @@ async function executeTracked(
         mayContinue: async () => {
           // Nothing stored on the key or the account since the last check, which let the run go on.
           if (keyAndAccount && !keyAndAccount.changedSinceLastLook()) return null;
-          const [current, account] = await Promise.all([
-            loadKey(aggregates, run.workspaceId, run.active.keyId),
-            loadAccount(aggregates, run.workspaceId, run.accountId),
-          ]);
-          if (!current.state.exists || current.state.revoked) {
-            return { code: 'key_revoked', message: `API key ${run.active.keyId} was revoked while the run was running; it stopped before its next tool call` };
+          const keySubject = aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId));
+          const accountSubject = aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId));
+          // A stop must not rest on a replica behind the stream leader (right after a failover the
+          // run's RunStarted may be missing there): confirm it, as handle() confirms a refusal.
+          for (let reloads = 0; ; reloads++) {
+            const [current, account] = await Promise.all([
+              loadKey(aggregates, run.workspaceId, run.active.keyId),
+              loadAccount(aggregates, run.workspaceId, run.accountId),
+            ]);
+            const stop = reasonToStop(current.state, account.state.activeRun, run.active, actor);
+            if (stop === null) return null;
+            const stale =
+              reloads < MAX_STALE_RELOADS &&
+              ((await behindLeader(aggregates, keySubject, current.lastSequence)) || (await behindLeader(aggregates, accountSubject, account.lastSequence)));
+            if (!stale) return stop;
+            await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
           }
-          const active = account.state.activeRun;
-          if (active?.runId !== run.active.runId || active.status !== 'running' || active.workerId !== actor.id) {
-            return { code: 'internal', message: 'the run is no longer this worker’s (it ended or was taken over); it stopped before its next tool call' };
-          }
-          return null;
         },
         propose: (draft, summary, reason) =>
           deps.proposals.propose({
@@ -142,4 +149,15 @@ async function executeTracked(
     deps.logger?.error({ run_id: run.active.runId, err: error }, 'run failed on the service side');
     return failed('internal', 'the run failed on the service side; start it again, and quote the run id to the operator if it keeps failing');
   }
+}
+
+/** Why a run must stop before its next tool call, or null while it may go on. */
+function reasonToStop(key: KeyState, active: ActiveRun | null, ours: ActiveRun, actor: Actor): { code: 'key_revoked' | 'internal'; message: string } | null {
+  if (!key.exists || key.revoked) {
+    return { code: 'key_revoked', message: `API key ${ours.keyId} was revoked while the run was running; it stopped before its next tool call` };
+  }
+  if (active?.runId !== ours.runId || active.status !== 'running' || active.workerId !== actor.id) {
+    return { code: 'internal', message: 'the run is no longer this worker’s (it ended or was taken over); it stopped before its next tool call' };
+  }
+  return null;
 }
