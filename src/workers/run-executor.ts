@@ -35,6 +35,12 @@ export interface RunExecutorDependencies {
   readonly changes?: SubjectChangeFeed;
 }
 
+/** The subjects a run's check before each tool call reads: its key's and its account's. */
+interface RunSubjects {
+  readonly key: string;
+  readonly account: string;
+}
+
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
 
 /**
@@ -49,13 +55,14 @@ export async function executeRun(
   actor: Actor,
 ): Promise<RunOutcome> {
   const { aggregates } = deps.commands;
+  const subjects: RunSubjects = {
+    key: aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId)),
+    account: aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId)),
+  };
   // Tracked from before the first read, so nothing stored after that read goes unnoticed.
-  const keyAndAccount = deps.changes?.track([
-    aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId)),
-    aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId)),
-  ]);
+  const keyAndAccount = deps.changes?.track([subjects.key, subjects.account]);
   try {
-    return await executeTracked(deps, run, actor, keyAndAccount);
+    return await executeTracked(deps, run, actor, subjects, keyAndAccount);
   } finally {
     keyAndAccount?.release();
   }
@@ -65,6 +72,7 @@ async function executeTracked(
   deps: RunExecutorDependencies,
   run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
   actor: Actor,
+  subjects: RunSubjects,
   keyAndAccount: ChangeTracker | undefined,
 ): Promise<RunOutcome> {
   const started = performance.now();
@@ -112,8 +120,6 @@ async function executeTracked(
         mayContinue: async () => {
           // Nothing stored on the key or the account since the last check, which let the run go on.
           if (keyAndAccount && !keyAndAccount.changedSinceLastLook()) return null;
-          const keySubject = aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId));
-          const accountSubject = aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId));
           // A stop must not rest on a replica behind the stream leader (right after a failover the
           // run's RunStarted may be missing there): confirm it, as handle() confirms a refusal.
           for (let reloads = 0; ; reloads++) {
@@ -123,10 +129,12 @@ async function executeTracked(
             ]);
             const stop = reasonToStop(current.state, account.state.activeRun, run.active, actor);
             if (stop === null) return null;
-            const stale =
-              reloads < MAX_STALE_RELOADS &&
-              ((await behindLeader(aggregates, keySubject, current.lastSequence)) || (await behindLeader(aggregates, accountSubject, account.lastSequence)));
-            if (!stale) return stop;
+            if (reloads >= MAX_STALE_RELOADS) return stop;
+            const behind = await Promise.all([
+              behindLeader(aggregates, subjects.key, current.lastSequence),
+              behindLeader(aggregates, subjects.account, account.lastSequence),
+            ]);
+            if (!behind.includes(true)) return stop;
             await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
           }
         },

@@ -57,6 +57,7 @@ export function eventStoreContract(open: () => Promise<EventStoreHarness>, close
     expect(stored!.event.prev_hash).to.equal(GENESIS_HASH);
     expect((await store.lastOf(subject))!.seq).to.equal(stored!.seq);
     expect(await store.positionOf(subject)).to.deep.equal(positionAfter(stored!));
+    expect(await store.leaderLastSequenceOf(subject), 'the leader’s last sequence of the subject').to.equal(stored!.seq);
     const checked = await store.lastOfChecked(subject);
     expect(checked!.ok && checked!.stored.event.id).to.equal(stored!.event.id);
   });
@@ -66,6 +67,7 @@ export function eventStoreContract(open: () => Promise<EventStoreHarness>, close
     expect(await store.lastOf(subject)).to.equal(null);
     expect(await store.lastOfChecked(subject)).to.equal(null);
     expect(await store.positionOf(subject)).to.deep.equal(EMPTY_POSITION);
+    expect(await store.leaderLastSequenceOf(subject)).to.equal(0);
   });
 
   it('refuses an append whose expected subject sequence is stale with AppendConflictError, and stores nothing', async () => {
