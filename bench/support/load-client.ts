@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { text } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -6,8 +7,13 @@ import autocannon from 'autocannon';
 /**
  * The HTTP load generator, run in a process of its own: a client inside the measured
  * process shares its event loop and CPU and hides the server's cost (issue #14). The bench
- * calls {@link externalLoad}; this file, run as a script, drives autocannon with the plan
- * it reads as JSON on stdin (too big for argv with thousands of bodies) and prints the result as JSON.
+ * calls {@link externalLoad}; this file, run as a script, reads the plan as JSON on stdin
+ * (too big for argv with thousands of bodies), drives the load and prints the result as JSON.
+ *
+ * Closed loop (no `overallRate`) is autocannon. Open loop is {@link driveOpenLoop}, not
+ * autocannon's `overallRate`: that one lets each connection fire its whole per-second quota
+ * back to back at the top of every second, so "500 req/s" arrives as a burst of 500 at the
+ * concurrency of the connection count, and the latency it reports is a closed loop's.
  */
 export interface LoadPlan {
   readonly url: string;
@@ -22,7 +28,11 @@ export interface LoadPlan {
   readonly amount?: number;
   /** …or after this many seconds. */
   readonly seconds?: number;
-  /** Open loop: requests per second offered whatever the answers take. */
+  /**
+   * Open loop: requests per second offered at evenly spaced instants whatever the answers
+   * take (a request's latency counts from its scheduled instant); `connections` caps the
+   * sockets, and a request finding them all busy waits, which its latency shows.
+   */
   readonly overallRate?: number;
 }
 
@@ -30,7 +40,7 @@ export interface LoadOutcome {
   readonly requests: number;
   readonly seconds: number;
   readonly throughput: number;
-  /** Milliseconds, at autocannon's 1 ms resolution. */
+  /** Milliseconds: at autocannon's 1 ms resolution for a closed loop, to 0.01 ms for an open loop. */
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
@@ -38,6 +48,8 @@ export interface LoadOutcome {
   readonly statuses: Readonly<Record<string, number>>;
   readonly errors: number;
   readonly timeouts: number;
+  /** Open loop only: the latest a request left after its scheduled instant, in ms (the client keeping up). */
+  readonly maxSendLag?: number;
 }
 
 const SELF = fileURLToPath(import.meta.url);
@@ -53,7 +65,99 @@ export async function externalLoad(plan: LoadPlan): Promise<LoadOutcome> {
   return JSON.parse(output) as LoadOutcome;
 }
 
-async function drive(plan: LoadPlan): Promise<LoadOutcome> {
+function drive(plan: LoadPlan): Promise<LoadOutcome> {
+  return plan.overallRate !== undefined ? driveOpenLoop(plan, plan.overallRate) : driveClosedLoop(plan);
+}
+
+/**
+ * Constant arrival rate (as wrk2 does it): request i is due at `i / rate` seconds and is sent
+ * then, on a keep-alive socket of a pool of `connections`; its latency runs from when it was
+ * due to its last body byte, so a server that falls behind is charged for the wait it causes
+ * (no coordinated omission).
+ */
+async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome> {
+  const amount = plan.amount ?? Math.round(rate * (plan.seconds ?? 5));
+  const agent = new Agent({ keepAlive: true, maxSockets: plan.connections, maxFreeSockets: plan.connections });
+  const target = new URL(plan.url);
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let errors = 0;
+  let timeouts = 0;
+  let maxSendLag = 0;
+  let finished = 0;
+  let done!: () => void;
+  const allDone = new Promise<void>((resolve) => (done = resolve));
+  const settle = () => {
+    if (++finished === amount) done();
+  };
+  const send = (index: number, due: number) => {
+    maxSendLag = Math.max(maxSendLag, performance.now() - due);
+    const body = plan.bodies?.[index % plan.bodies.length];
+    const req = request(
+      {
+        agent,
+        host: target.hostname,
+        port: target.port,
+        method: plan.method,
+        path: plan.paths[index % plan.paths.length]!,
+        headers: body === undefined ? plan.headers : { ...plan.headers, 'content-length': Buffer.byteLength(body) },
+        timeout: 30_000,
+      },
+      (res) => {
+        res.resume();
+        res.once('end', () => {
+          latencies.push(performance.now() - due);
+          statuses[res.statusCode ?? 0] = (statuses[res.statusCode ?? 0] ?? 0) + 1;
+          settle();
+        });
+      },
+    );
+    let timedOut = false;
+    req.once('timeout', () => {
+      timedOut = true;
+      timeouts++;
+      req.destroy(new Error('timeout'));
+    });
+    req.once('error', () => {
+      if (!timedOut) errors++;
+      settle();
+    });
+    req.end(body);
+  };
+  const interval = 1000 / rate;
+  const started = performance.now();
+  let next = 0;
+  // A timer cannot wake every 2 ms exactly: each tick sends every request that has come due.
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    while (next < amount && started + next * interval <= now) {
+      send(next, started + next * interval);
+      next++;
+    }
+    if (next === amount) clearInterval(ticker);
+  }, 1);
+  await allDone;
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const at = (p: number) => round2(latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] ?? NaN);
+  return {
+    requests: latencies.length,
+    seconds,
+    throughput: latencies.length / seconds,
+    p50: at(50),
+    p99: at(99),
+    max: round2(latencies[latencies.length - 1] ?? NaN),
+    statuses,
+    errors,
+    timeouts,
+    maxSendLag: round2(maxSendLag),
+  };
+}
+
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+async function driveClosedLoop(plan: LoadPlan): Promise<LoadOutcome> {
   let next = 0;
   const statuses: Record<string, number> = {};
   const started = performance.now();
@@ -61,7 +165,6 @@ async function drive(plan: LoadPlan): Promise<LoadOutcome> {
     url: plan.url,
     connections: plan.connections,
     ...(plan.amount !== undefined ? { amount: plan.amount } : { duration: plan.seconds ?? 5 }),
-    ...(plan.overallRate !== undefined ? { overallRate: plan.overallRate } : {}),
     timeout: 30,
     requests: [
       {

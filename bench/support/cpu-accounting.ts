@@ -1,0 +1,62 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+
+/**
+ * Where a benchmark's CPU goes while it measures: this process (the in-process service), and
+ * the whole machine (NATS, Postgres and the load client too), each per request. On a 2-core
+ * machine the service competes with its own dependencies, so both matter.
+ */
+export interface CpuShare {
+  /** CPU time of this process per request, in µs. */
+  readonly processMicros: number;
+  /** CPU time of every process on the machine per request, in µs (from /proc/stat). */
+  readonly machineMicros: number;
+}
+
+/** Busy jiffies of all CPUs (everything but idle and iowait), in µs; null where /proc/stat is missing. */
+function machineBusyMicros(): number | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields;
+    // USER_HZ is 100 on every Linux this runs on.
+    return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs `work`, returning its value and the CPU spent per `count(value)` requests. With
+ * BENCH_PROFILE=DIR set, also writes a V8 CPU profile of this process during `work` to
+ * DIR/<label>.cpuprofile (open it in Chrome DevTools).
+ */
+export async function accountCpu<T>(label: string, work: () => Promise<T>, count: (value: T) => number): Promise<{ value: T; cpu: CpuShare }> {
+  const profileDir = process.env.BENCH_PROFILE;
+  const session = profileDir ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  const machineBefore = machineBusyMicros();
+  const before = process.cpuUsage();
+  const value = await work();
+  const used = process.cpuUsage(before);
+  const machineAfter = machineBusyMicros();
+  if (session && profileDir) {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    await mkdir(profileDir, { recursive: true });
+    await writeFile(join(profileDir, `${label.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`), JSON.stringify(profile));
+  }
+  const n = Math.max(1, count(value));
+  return {
+    value,
+    cpu: {
+      processMicros: (used.user + used.system) / n,
+      machineMicros: machineBefore === null || machineAfter === null ? NaN : (machineAfter - machineBefore) / n,
+    },
+  };
+}
