@@ -38,4 +38,7 @@ export const accountDecider: Decider<AccountCommand, AccountState> = {
     }
   },
   streamOf: (command) => streams.account(command.workspaceId, command.accountId),
+  // POST /api/v1/runs: the account is usually idle and last written (created, or its previous
+  // run queued) by this process, so its remembered state saves a NATS round trip per run.
+  decideOnRemembered: (command) => command.type === 'StartRun',
 };

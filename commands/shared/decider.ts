@@ -29,6 +29,14 @@ export interface Decider<C extends Command, S, E extends DomainEvent = DomainEve
   streamOf(command: C): SubjectAddress;
   /** Attempts before a lost race is given up (default 12): hot aggregates allow more. */
   readonly maxAttempts?: number;
+  /**
+   * Commands first decided on the state this process remembers, without the read of the
+   * subject's newest event (`preferRemembered` in handle.ts): for a hot path where this process
+   * is usually the one that last wrote the subject. Safe for any command, since the append's
+   * expected sequence proves the state current and a refusal is always decided again on a
+   * fresh load; it only costs a wasted append where another process wrote since.
+   */
+  readonly decideOnRemembered?: (command: C) => boolean;
 }
 
 /** The state type of a decider. */

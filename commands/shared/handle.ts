@@ -20,6 +20,7 @@ export interface HandleOptions {
   readonly maxAttempts?: number;
   /**
    * Decide first on the state this process remembers for the subject, without the round trip
+   * (default: the decider's `decideOnRemembered` for the command)
    * that asks the store for its newest event: for a writer that is usually the subject's only
    * one (a worker recording its run's tool calls). The append's expected sequence proves the
    * state was current; when it was not (a conflict), or the remembered state refuses or decides
@@ -87,7 +88,7 @@ export async function handle<C extends Command, S>(
   const maxAttempts = options.maxAttempts ?? decider.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const subject = aggregates.subjectOf(decider.streamOf(command));
   const repository = aggregates.repositoryOf(decider);
-  if (options.preferRemembered) {
+  if (options.preferRemembered ?? decider.decideOnRemembered?.(command) ?? false) {
     const remembered = repository.remembered(subject);
     const fast = remembered && (await appendOnRemembered(aggregates, decider, command, subject, remembered));
     if (fast) {

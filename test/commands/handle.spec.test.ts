@@ -13,6 +13,8 @@ import type { StoredEvent, SubjectPosition } from '../../src/event-store/event-s
 import type { EventEnvelope, UnsealedEvent } from '../../src/events/envelope.ts';
 import { newEvent } from '../../commands/shared/new-event.ts';
 import { transcriptDecider } from '../../commands/run/transcript.ts';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import { RunInProgressError } from '../../commands/errors.ts';
 
 /** `handle` (commands/shared/handle.ts) on the in-memory store: load, decide, append with the expected sequence, retry on conflict. */
 const meta = { actor: { kind: 'operator' as const, id: 'op' }, correlationId: 'c' };
@@ -228,6 +230,77 @@ describe('handle: commands on the in-memory event store (specs)', () => {
       expect(await store.lastSequence()).to.equal(2);
       expect((await store.lastOf(runSubject))!.event.data).to.include({ index: 2 });
     });
+  });
+});
+
+describe('handle: StartRun is decided on the state this process remembers first (accountDecider.decideOnRemembered), specs', () => {
+  const subjects = new Subjects('spec');
+  const accountSubject = subjects.forAggregate(streams.account('ws', 'acc'));
+  const apiMeta = { actor: { kind: 'api_key' as const, id: 'key-1' }, correlationId: 'c' };
+  const startRun = (http: Commands, runId: string) =>
+    http.handle(
+      accountDecider,
+      { type: 'StartRun', workspaceId: 'ws', accountId: 'acc', runId, brief: 'b', autoApply: false, keyId: 'key-1', scope: 'write', meta: apiMeta },
+    );
+  const cancelRun = (http: Commands, runId: string) =>
+    http.handle(accountDecider, { type: 'CancelRun', workspaceId: 'ws', accountId: 'acc', runId, knownStatus: 'queued', meta: apiMeta });
+
+  /** Counts the reads that ask the store for a subject's newest event (what a load costs). */
+  class CountingStore extends InMemoryEventStore {
+    lastReads = 0;
+    override async lastOfChecked(subject: string) {
+      this.lastReads++;
+      return super.lastOfChecked(subject);
+    }
+  }
+
+  let store: CountingStore;
+  let mine: Commands;
+  let other: Commands;
+  beforeEach(async () => {
+    store = new CountingStore();
+    // Two HTTP processes on one stream: each remembers what it last loaded or appended.
+    mine = new Commands(new Aggregates(store, subjects, null));
+    other = new Commands(new Aggregates(store, subjects, null));
+    await mine.handle(accountDecider, { type: 'CreateAccount', workspaceId: 'ws', accountId: 'acc', name: 'a', platform: 'none', sandboxSeed: null, meta });
+  });
+
+  it('given an idle account this process created, when a run is started, then it is queued without reading the subject\'s newest event', async () => {
+    const readsBefore = store.lastReads;
+    const started = await startRun(mine, 'run-1');
+    expect(started.appended.map((s) => s.event.type)).to.deep.equal(['RunQueued']);
+    expect(store.lastReads).to.equal(readsBefore);
+  });
+
+  it('given another process queued a run since, when a run is started here, then it is refused (run-in-progress) and nothing is appended', async () => {
+    await startRun(other, 'run-1');
+    const head = await store.lastSequence();
+    try {
+      await startRun(mine, 'run-2');
+      expect.fail('the second run was queued');
+    } catch (error) {
+      expect(error).to.be.instanceOf(RunInProgressError);
+      expect((error as RunInProgressError).details).to.deep.equal({ active_run_id: 'run-1' });
+    }
+    expect(await store.lastSequence()).to.equal(head);
+  });
+
+  it('given this process remembers a run in progress that another process canceled, when a run is started here, then it is queued (the refusal is decided again on a fresh load)', async () => {
+    await startRun(mine, 'run-1');
+    await cancelRun(other, 'run-1');
+    const started = await startRun(mine, 'run-2');
+    expect(started.appended.map((s) => s.event.data)).to.deep.equal([{ run_id: 'run-2', brief: 'b', auto_apply: false, key_id: 'key-1', scope: 'write' }]);
+  });
+
+  it('given 20 concurrent starts of different runs on one idle account, exactly one is queued and 19 are refused', async () => {
+    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => startRun(i % 2 === 0 ? mine : other, `run-${i}`)));
+    const queued = outcomes.filter((o) => o.status === 'fulfilled' && o.value.appended.length === 1);
+    const refused = outcomes.filter((o) => o.status === 'rejected' && o.reason instanceof RunInProgressError);
+    expect(queued).to.have.length(1);
+    expect(refused).to.have.length(19);
+    const types: string[] = [];
+    for await (const stored of store.readSubject(accountSubject, 0, await store.lastSequence())) types.push(stored.event.type);
+    expect(types).to.deep.equal(['AccountCreated', 'RunQueued']);
   });
 });
 
