@@ -16,6 +16,14 @@ const SOCKET_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDO
 /** SQLSTATEs of a server that is shutting down, starting up or lost the connection. */
 const PG_UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 
+/**
+ * undefined_table: the read models' tables are created by the first projector to run on a
+ * database (projections/runtime), so an HTTP-only process started before any projector, or
+ * reading during a rebuild's swap, finds them missing. That is a deployment still coming up,
+ * not a fault of the request.
+ */
+const PG_READ_MODEL_MISSING_SQLSTATE = '42P01';
+
 /** nats.js's own classes for a server that is not reachable or did not answer in time. */
 const NATS_UNAVAILABLE_CLASSES = [
   ConnectionError,
@@ -55,6 +63,9 @@ function classify(error: Error): ServiceUnavailableError | null {
   }
   if (error instanceof pg.DatabaseError && error.code !== undefined && PG_UNAVAILABLE_SQLSTATES.has(error.code)) {
     return new ServiceUnavailableError('The database is not reachable right now; retry shortly.');
+  }
+  if (error instanceof pg.DatabaseError && error.code === PG_READ_MODEL_MISSING_SQLSTATE) {
+    return new ServiceUnavailableError('The read models are not built yet (no projector has run on this database); retry shortly.');
   }
   const { code } = error as { code?: unknown };
   if (typeof code === 'string' && SOCKET_UNAVAILABLE_CODES.has(code)) {

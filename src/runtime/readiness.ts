@@ -2,6 +2,8 @@ import { pingDatabase } from '../db/database.ts';
 import type { ReadinessCheck } from '../http/health-routes.ts';
 import type { Projector } from '../../projections/runtime/projector.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
+import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
+import { PROJECTIONS } from '../../projections/index.ts';
 import type { Infrastructure } from './infrastructure.ts';
 
 /** A projector further behind the stream than this is reported not ready. */
@@ -31,7 +33,22 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
       },
     },
   ];
-  if (projectors.length > 0) {
+  if (projectors.length === 0) {
+    // The read models this process serves are built elsewhere: until a projector has run on
+    // this database its tables do not exist, and every read would answer 503.
+    checks.push({
+      name: 'read models',
+      check: async () => {
+        const missing: string[] = [];
+        for (const projection of PROJECTIONS) {
+          if (!(await readCheckpoint(infrastructure.database.db, projection.name))) missing.push(projection.name);
+        }
+        return missing.length === 0
+          ? { ok: true }
+          : { ok: false, detail: `not built yet: ${missing.join(', ')} (no process with the projectors role has run on this database)` };
+      },
+    });
+  } else {
     checks.push({
       name: 'projections',
       check: async () => {
