@@ -355,11 +355,13 @@ export class Projector {
   private takeBatch(): PendingBatch | undefined {
     if (this.buffer.length === 0) return undefined;
     const messages = this.buffer.splice(0, this.batchSize);
+    // How far behind the stream's head this batch is: a projector catching up keeps no verdicts for other readers.
+    const behindHead = messages[messages.length - 1]!.info.pending;
     const admit = async (): Promise<AdmissionResult[]> => {
       const verdicts: AdmissionResult[] = new Array(messages.length);
       for (const [index, slice] of subjectSlices(messages, ADMISSION_SLICE).entries()) {
         if (index > 0) await new Promise((resolve) => setImmediate(resolve));
-        const results = this.admission.tryAdmitBatch(slice.map((position) => messages[position]!));
+        const results = this.admission.tryAdmitBatch(slice.map((position) => messages[position]!), { behindHead });
         slice.forEach((position, i) => (verdicts[position] = results[i]!));
       }
       return verdicts;

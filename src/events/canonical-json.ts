@@ -22,6 +22,9 @@ const FALLBACK = Symbol('canonical-json fallback');
  * canonicalJson({ b: 1, a: [true, 'x'] }); // '{"a":[true,"x"],"b":1}'
  */
 export function canonicalJson(value: unknown): string | undefined {
+  // What the store writes is already in canonical order (see inCanonicalOrder): then the
+  // engine writes it as it is, without a sorted copy.
+  if (isInCanonicalOrder(value, 0)) return JSON.stringify(value);
   let copy: unknown;
   try {
     copy = sortedCopy(value, 0);
@@ -30,6 +33,61 @@ export function canonicalJson(value: unknown): string | undefined {
     throw error;
   }
   return JSON.stringify(copy);
+}
+
+/**
+ * A deep copy of a JSON value whose objects list their members in canonical order, so that
+ * JSON.stringify of it is its canonical JSON and so are the bytes a writer stores (a reader
+ * then canonicalizes it without sorting: see {@link canonicalJson}). A value the fast walk
+ * cannot copy faithfully (see above) is returned as it is: the order is a speed-up, never
+ * a meaning. Refuses what canonicalJson refuses.
+ */
+export function inCanonicalOrder<T>(value: T): T {
+  try {
+    return sortedCopy(value, 0) as T;
+  } catch (error) {
+    if (error === FALLBACK) return value;
+    throw error;
+  }
+}
+
+/**
+ * Whether JSON.stringify(value) is already its canonical JSON: every object enumerates its
+ * members in strictly increasing UTF-16 order (JSON.stringify writes them in that order,
+ * integer-like keys included), and nothing needs the package or a refusal (a lone surrogate,
+ * NaN, Infinity, undefined, toJSON, a function, a value nested too deep). It allocates
+ * nothing but each object's key list.
+ */
+function isInCanonicalOrder(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+      return isWellFormed(value);
+    case 'number':
+      return Number.isFinite(value);
+    case 'boolean':
+      return true;
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= MAX_FAST_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!isInCanonicalOrder(value[i], depth + 1)) return false;
+    }
+    return true;
+  }
+  const object = value as Record<string, unknown>;
+  const keys = Object.keys(object);
+  let previous: string | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if ((previous !== undefined && !(previous < key)) || !isWellFormed(key) || !isInCanonicalOrder(object[key], depth + 1)) return false;
+    previous = key;
+  }
+  return true;
 }
 
 function sortedCopy(value: unknown, depth: number): unknown {

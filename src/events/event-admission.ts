@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { EventEnvelope } from './envelope.ts';
 import { computeEventHash } from './event-hash.ts';
-import { eventValidator, EventTextError, UnknownEventTypeError, type EventValidator } from './event-validator.ts';
+import { eventValidator, EventTextError, jsonTextMayHoldHostileText, UnknownEventTypeError, type EventValidator } from './event-validator.ts';
 import { NO_ACCOUNT_TOKEN, SUBJECT_VERSION } from '../event-store/subjects.ts';
 import type { StoredEvent } from '../event-store/stored-event.ts';
 
@@ -92,6 +92,17 @@ export interface CorruptEvent {
 export type AdmissionResult =
   | { readonly ok: true; readonly stored: StoredEvent }
   | { readonly ok: false; readonly corrupt: CorruptEvent };
+
+export interface BatchAdmissionOptions {
+  /**
+   * How many messages of the reader's filter follow the batch on the stream (a JetStream
+   * consumer's `pending`). A reader further behind than the recent results reach (a projector
+   * catching up) keeps no verdicts: the readers at the head never look those sequences up,
+   * and keeping them would cost a digest and a copy of every message and push the head
+   * readers' verdicts out of the cache. Verdicts already kept are still used.
+   */
+  readonly behindHead?: number;
+}
 
 export interface EventAdmissionOptions {
   readonly validator?: EventValidator;
@@ -199,7 +210,8 @@ export class EventAdmission {
    * The one difference: a vouched-for event's own signature bytes are not looked at (its
    * content is proven by the later signature); `adsagent audit verify` checks every signature.
    */
-  tryAdmitBatch(raws: readonly RawEventMessage[]): AdmissionResult[] {
+  tryAdmitBatch(raws: readonly RawEventMessage[], options: BatchAdmissionOptions = {}): AdmissionResult[] {
+    const keep = (options.behindHead ?? 0) < NEAR_RESULTS;
     const results: AdmissionResult[] = new Array(raws.length);
     const digests: string[] = new Array(raws.length);
     const structural: (StoredEvent | undefined)[] = new Array(raws.length);
@@ -209,11 +221,12 @@ export class EventAdmission {
         results[i] = seen;
         return;
       }
-      const digest = (digests[i] = digestOf(raw));
+      if (keep) digests[i] = digestOf(raw);
       try {
         structural[i] = this.structural(raw);
       } catch (error) {
-        results[i] = this.remember(raw, digest, this.refusal(error));
+        const refused = this.refusal(error);
+        results[i] = keep ? this.remember(raw, digests[i]!, refused) : refused;
       }
     });
     /** Per subject, the nearest later event that is believed on its own signature or by a chain of such. */
@@ -229,7 +242,7 @@ export class EventAdmission {
         } catch (error) {
           result = this.refusal(error);
         }
-        results[i] = this.remember(raw, digests[i]!, result);
+        results[i] = keep ? this.remember(raw, digests[i]!, result) : result;
       }
       const verdict = results[i]!;
       if (verdict.ok && typeof verdict.stored.event.signature === 'string') vouchers.set(raw.subject, verdict.stored.event);
@@ -277,14 +290,16 @@ export class EventAdmission {
   private structural(raw: RawEventMessage): StoredEvent {
     const { seq, subject } = raw;
     let event: EventEnvelope;
+    let text: string;
     try {
-      const text = typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data);
+      text = typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data);
       event = JSON.parse(text) as EventEnvelope;
     } catch (error) {
       throw new InadmissibleEventError(InadmissibleCode.NotJson, seq, subject, 'not UTF-8 JSON', { cause: error });
     }
     try {
-      this.validator.assertValid(event);
+      // A look at the text is a fraction of a walk over every string of the parsed event.
+      this.validator.assertValid(event, { textClean: !jsonTextMayHoldHostileText(text) });
     } catch (error) {
       const code =
         error instanceof EventTextError
@@ -332,7 +347,7 @@ function bytesOf(raw: RawEventMessage): Buffer {
 }
 
 function digestOf(raw: RawEventMessage): string {
-  return createHash('sha256').update(raw.data).digest('base64');
+  return hash('sha256', raw.data, 'base64');
 }
 
 export function corruptEventOf(error: InadmissibleEventError): CorruptEvent {

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { canonicalJson } from './canonical-json.ts';
+import { hash } from 'node:crypto';
+import { canonicalJson, inCanonicalOrder } from './canonical-json.ts';
 import type { EventEnvelope, UnsealedEvent } from './envelope.ts';
 import type { EventSigner } from './signing/event-signer.ts';
 import { signedBytes } from './signing/signed-bytes.ts';
@@ -12,15 +12,19 @@ import { signedBytes } from './signing/signed-bytes.ts';
  * itself. Without a signer the event is sealed as before signing existed (legacy shape).
  */
 export function sealEvent<T extends string, D>(event: UnsealedEvent<T, D>, prevHash: string, signer?: EventSigner): EventEnvelope<T, D> {
-  if (!signer) return { ...event, prev_hash: prevHash, hash: computeEventHash(event, prevHash) };
+  // Members in canonical order, so the stored JSON is written in that order and every reader
+  // that recomputes the hash or checks the signature canonicalizes it without sorting.
+  if (!signer) return inCanonicalOrder({ ...event, prev_hash: prevHash, hash: computeEventHash(event, prevHash) });
   const keyed = { ...event, key_id: signer.keyId };
   const hashed = { ...keyed, prev_hash: prevHash, hash: computeEventHash(keyed, prevHash) };
-  return { ...hashed, signature: signer.sign(signedBytes(hashed)) };
+  return inCanonicalOrder({ ...hashed, signature: signer.sign(signedBytes(hashed)) });
 }
 
 export function computeEventHash(event: UnsealedEvent | EventEnvelope | (UnsealedEvent & { key_id: string }), prevHash: string): string {
   const { hash: _hash, prev_hash: _prev, signature: _signature, ...body } = event as EventEnvelope;
   const canonical = canonicalJson(body);
   if (canonical === undefined) throw new TypeError('event cannot be canonicalized');
-  return createHash('sha256').update(prevHash).update('\n').update(canonical).digest('hex');
+  if (typeof prevHash !== 'string') throw new TypeError('prev_hash is not a string');
+  // One-shot: no Hash object and three updates for each of the events a reader believes by its chain.
+  return hash('sha256', `${prevHash}\n${canonical}`, 'hex');
 }

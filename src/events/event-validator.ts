@@ -72,6 +72,30 @@ const ENVELOPE_SCHEMA = {
   },
 } as const;
 
+export interface AssertValidOptions {
+  /**
+   * The caller has proven that no string of the event can hold a bad character, e.g. with
+   * {@link jsonTextMayHoldHostileText}, so the walk over every string is skipped. Only for
+   * events fresh from JSON.parse; the schema is checked all the same.
+   */
+  readonly textClean?: boolean;
+}
+
+/**
+ * Whether JSON.parse of `text` could give a string (or key) holding a bad character
+ * (src/text/hostile-text.ts: C0 controls but tab, LF and CR; unpaired surrogates). JSON
+ * refuses C0 controls written as they are inside a string, so one can only come from a
+ * `\b`, `\f` or `\u` escape; an unpaired surrogate comes from a `\u` escape or from a
+ * surrogate in the text itself (never in text decoded from valid UTF-8). False means the
+ * parsed value is clean; true means it has to be walked (a `\\u`, or an emoji, also says
+ * true: it errs only on the side of looking).
+ */
+export function jsonTextMayHoldHostileText(text: string): boolean {
+  return MAY_HOLD_HOSTILE.test(text);
+}
+
+const MAY_HOLD_HOSTILE = /\\[bfu]|[\uD800-\uDFFF]/;
+
 /**
  * Validates envelopes and per-type data against the catalogue. Compiled once; used by the
  * store on append and by `adsagent audit verify` on replay.
@@ -95,7 +119,7 @@ export class EventValidator {
    *
    * @throws EventSchemaError, UnknownEventTypeError (a subclass) or EventTextError (a subclass)
    */
-  assertValid(event: UnsealedEvent | EventEnvelope): void {
+  assertValid(event: UnsealedEvent | EventEnvelope, options: AssertValidOptions = {}): void {
     // `event` may be any JSON value when it came off the stream (null, a number…): name its type carefully.
     const claimedType = typeof event === 'object' && event !== null ? String((event as { type?: unknown }).type) : `(${event === null ? 'null' : typeof event})`;
     if (!this.envelope(event)) throw new EventSchemaError(claimedType, describe(this.envelope));
@@ -103,7 +127,7 @@ export class EventValidator {
     if (!validateData) throw new UnknownEventTypeError(event.type, event.version);
     if (!validateData(event.data)) throw new EventSchemaError(event.type, describe(validateData, '/data'));
     // After the schema so the walk only ever sees plain JSON shapes; one pass, stops at the first finding.
-    if (!hasHostileText(event)) return;
+    if (options.textClean === true || !hasHostileText(event)) return;
     const [finding] = findHostileText(event, 1);
     if (finding) throw new EventTextError(event.type, finding.pointer, describeHostileCharacter(finding.character));
   }

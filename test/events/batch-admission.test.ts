@@ -192,6 +192,40 @@ describe('admission remembers verdicts for readers behind each other', () => {
     expect(verdicts([admission.tryAdmit(forged)])).to.deep.equal(['untrusted']);
   });
 
+  it('given a reader more than the recent window behind the stream head, then its verdicts are not kept: the next reader checks again', () => {
+    const messages = interleave([runChain(8), runChain(8)]);
+    const { check, fullChecks } = countingVerifier();
+    const admission = new EventAdmission({ authenticity: check });
+    expect(verdicts(admission.tryAdmitBatch(messages, { behindHead: 50_000 }))).to.deep.equal(new Array(16).fill('ok'));
+    const checks = fullChecks();
+
+    expect(verdicts(admission.tryAdmitBatch(messages))).to.deep.equal(new Array(16).fill('ok'));
+
+    expect(fullChecks()).to.equal(checks + 2);
+  });
+
+  it('given a reader a batch behind the head, then its verdicts are kept for the readers behind it', () => {
+    const messages = interleave([runChain(8), runChain(8)]);
+    const { check, fullChecks } = countingVerifier();
+    const admission = new EventAdmission({ authenticity: check });
+    admission.tryAdmitBatch(messages, { behindHead: 2_000 });
+    const checks = fullChecks();
+
+    expect(verdicts(admission.tryAdmitBatch(messages))).to.deep.equal(new Array(16).fill('ok'));
+
+    expect(fullChecks()).to.equal(checks);
+  });
+
+  it('given a forgery admitted far behind the head, then it is refused there and again later: nothing is believed without its check', () => {
+    const messages = interleave([runChain(4)]);
+    const original = eventAt(messages, 3);
+    replaceAt(messages, 3, { ...original, data: { ...(original.data as object), duration_ms: 999 } } as EventEnvelope);
+    const admission = new EventAdmission({ authenticity: countingVerifier().check });
+
+    expect(verdicts(admission.tryAdmitBatch(messages, { behindHead: 1_000_000 }))).to.deep.equal(['ok', 'ok', 'ok', 'untrusted']);
+    expect(verdicts(admission.tryAdmitBatch(messages))).to.deep.equal(['ok', 'ok', 'ok', 'untrusted']);
+  });
+
   it('given a reader 20,000 sequences behind the newest admission, then its verdicts are remembered too (by digest, the event parsed again)', () => {
     const { check, fullChecks } = countingVerifier();
     const admission = new EventAdmission({ authenticity: check });

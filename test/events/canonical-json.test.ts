@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import canonicalize from 'canonicalize';
 import { randomInt } from 'node:crypto';
-import { canonicalJson } from '../../src/events/canonical-json.ts';
+import { canonicalJson, inCanonicalOrder } from '../../src/events/canonical-json.ts';
 import { sealEvent } from '../../src/events/event-hash.ts';
 import { GENESIS_HASH } from '../../src/events/envelope.ts';
 import { toolCalled } from '../support/event-factory.ts';
@@ -44,6 +44,27 @@ describe('canonical JSON', () => {
 
   it('agrees with the package on random JSON values', () => {
     for (let i = 0; i < 2000; i++) same(randomJson(4));
+  });
+
+  it('agrees with the package on values already in canonical order (written as they are), and on their near misses', () => {
+    for (let i = 0; i < 2000; i++) {
+      const ordered = inCanonicalOrder(randomJson(4));
+      same(ordered);
+      same(JSON.parse(JSON.stringify(ordered)));
+    }
+    same({ a: 1, b: { d: 1, c: 2 } });
+    same({ 1: 'a', 2: 'b', a: 'c' });
+    same({ 2: 'a', 10: 'b' });
+    same({ a: 'x', b: [1, { y: 1, x: 2 }] });
+    for (const bad of [{ a: '\ud800' }, { a: [Number.NaN] }, { '\udc00': 1 }]) {
+      expect(() => canonicalJson(bad)).to.throw(messageOf(() => canonicalize(bad)));
+    }
+  });
+
+  it('seals events with their members in canonical order, so they are stored that way', () => {
+    const sealed = sealEvent(toolCalled('ws_canon', 'run-1', 1, 30), GENESIS_HASH);
+    expect(JSON.stringify(sealed)).to.equal(canonicalize(sealed));
+    expect(Object.keys(sealed)).to.deep.equal([...Object.keys(sealed)].sort());
   });
 });
 

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
-import { EventTextError, eventValidator } from '../../src/events/event-validator.ts';
+import { randomInt } from 'node:crypto';
+import { Subjects } from '../../src/event-store/subjects.ts';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
+import { EventAdmission } from '../../src/events/event-admission.ts';
+import { sealEvent } from '../../src/events/event-hash.ts';
+import { EventTextError, eventValidator, jsonTextMayHoldHostileText } from '../../src/events/event-validator.ts';
+import { hasHostileText } from '../../src/text/hostile-text.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { findHostileText, sanitizeDeep, sanitizeText } from '../../src/text/hostile-text.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
@@ -59,4 +65,47 @@ describe('hostile text: the event validator and the store refuse it whatever the
       expect(await infra.store.lastOf(subject)).to.equal(null);
     });
   }
+});
+
+/**
+ * Admission skips the walk over every string when the stored JSON text cannot hold a bad
+ * character (no \b, \f or \u escape, no surrogate): the verdicts must not change.
+ */
+describe('hostile text: admission of stored bytes', () => {
+  const subjects = new Subjects('hostileadm');
+  const runId = 'run-h';
+  const subject = subjects.forAggregate({ workspaceId: 'ws-h', accountId: 'acc', aggregate: { type: 'run', id: runId } });
+  /** The JSON text of a sealed ToolCalled whose output holds `output`, with `raw` spliced in as written. */
+  const stored = (output: string) => JSON.stringify(sealEvent(toolCalled('ws-h', runId, 1, 1), GENESIS_HASH)).replace('"blob":"x"', `"blob":${output}`);
+  const verdictOf = (text: string, asBytes: boolean) => {
+    const result = new EventAdmission().tryAdmit({ seq: 1, subject, data: asBytes ? Buffer.from(text, 'utf8') : text });
+    return result.ok ? 'ok' : result.corrupt.code;
+  };
+
+  for (const [label, output] of [
+    ['an escaped NUL', '"a\\u0000"'],
+    ['a backspace escape', '"a\\b"'],
+    ['a form feed escape', '"a\\f"'],
+    ['an escaped lone surrogate', '"a\\ud800"'],
+    ['an escaped C0 control in a key', '{"k\\u0002":1}'],
+  ] as const) {
+    it(`refuses ${label} as bad-text, from bytes and from a string`, () => {
+      expect(verdictOf(stored(output), true)).to.equal('bad-text');
+      expect(verdictOf(stored(output), false)).to.equal('bad-text');
+    });
+  }
+
+  it('refuses a lone surrogate written as it is in a string message, and believes clean escapes and emoji', () => {
+    expect(verdictOf(stored('"a\ud800"'), false)).to.equal('bad-text');
+    expect(verdictOf(stored('"tab\\t nl\\n cr\\r \\"q\\" \\\\ \\/ \\u00e9 😀 \\ud83d\\ude00"'), true)).to.equal('ok');
+  });
+
+  it('never calls text clean that the walk finds bad (random strings of escapes and controls)', () => {
+    const pieces = ['a', ' ', '\t', '\n', '\r', '\u0000', '\u0008', '\u000c', '\u001f', '\u007f', '\\', '"', 'é', '\ud83d\ude00', '\ud800', '\udc00', 'u'];
+    for (let i = 0; i < 5000; i++) {
+      const value = { [pieces[randomInt(pieces.length)]!]: Array.from({ length: randomInt(1, 6) }, () => pieces[randomInt(pieces.length)]).join('') };
+      const text = JSON.stringify(value);
+      if (hasHostileText(JSON.parse(text))) expect(jsonTextMayHoldHostileText(text), text).to.equal(true);
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash, verify } from 'node:crypto';
+import { hash, verify } from 'node:crypto';
 import type { EventEnvelope } from '../envelope.ts';
 import { signedBytes } from './signed-bytes.ts';
 import type { KnownPublicKey } from './signing-keys.ts';
@@ -96,7 +96,7 @@ export class EventVerifier implements EventAuthenticityCheck {
       throw new UntrustedEventError('bad-signature', seq, subject, 'the event cannot be canonicalized');
     }
     const cacheKey = `${keyId}:${signature}`;
-    const digest = createHash('sha256').update(bytes).digest('base64');
+    const digest = hash('sha256', bytes, 'base64');
     let valid = this.verified.get(cacheKey) === digest;
     if (!valid) {
       try {
