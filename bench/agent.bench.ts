@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { v4 as uuidv4 } from 'uuid';
-import { newEvent } from '../commands/shared/new-event.ts';
+import { newEvent, type EventAddress } from '../commands/shared/new-event.ts';
 import { GeminiModel } from '../src/agent/model/gemini/gemini-model.ts';
-import type { ConversationEntry } from '../src/agent/model/model-port.ts';
+import type { ConversationEntry, ModelClient } from '../src/agent/model/model-port.ts';
 import { SanitizingModel } from '../src/agent/model/sanitizing-model.ts';
 import { RUN_LIMITS } from '../src/agent/run-limits.ts';
 import { systemPrompt } from '../src/agent/system-prompt.ts';
@@ -15,7 +15,8 @@ import { ensureEventStream } from '../src/event-store/stream-setup.ts';
 import { Subjects } from '../src/event-store/subjects.ts';
 import type { EventEnvelope } from '../src/events/envelope.ts';
 import { createAccount, createWorkspace, issueKey, sandboxSeedFor } from '../src/operator/operator-commands.ts';
-import type { PlatformAccountRef } from '../src/platform/ads-platform.ts';
+import type { AdsPlatform, PlatformAccountRef } from '../src/platform/ads-platform.ts';
+import type { Config } from '../src/config/config.ts';
 import { createPlatform } from '../src/platform/create-platform.ts';
 import type { Infrastructure } from '../src/runtime/infrastructure.ts';
 import { AGENT_WORKER_CONSUMER } from '../src/workers/agent-worker.ts';
@@ -33,19 +34,27 @@ import { accountDecider } from '../commands/account/account-decider.ts';
  *   a. queue-to-start latency: 202 of POST /runs → RunStarted, idle in-process workers,
  *      vs one store.append → follow delivery (the floor of one hop through JetStream);
  *   b. cost per tool call: runs with 10 read-tool calls vs runs with none, vs one store.append,
- *      with every role in one process (as `npm start` runs it) and with the agent worker in a
- *      process of its own (ROLES=agent-worker, as scale-out runs it);
+ *      with every role in one process (as `npm start` runs it; BENCH_SECTIONS=b-all) and with the
+ *      agent worker in a process of its own (ROLES=agent-worker, as scale-out runs it;
+ *      BENCH_SECTIONS=b-worker); the components (append, tool, model turn) are sampled between
+ *      the pairs of runs, so the shared machine's load drifts over both alike;
  *   c. runs per minute with 1 vs 4 agent-worker processes (AGENT_WORKER_CONCURRENCY=1 each).
  */
 
 const QUEUE_RUNS = 100;
 const QUEUE_WARMUP = 5;
 const TOOL_PAIRS = 20;
-const TOOL_WARMUP_PAIRS = 2;
+/**
+ * Pairs run before the measured ones, unmeasured. A worker process fresh from its start runs its
+ * first hundred tool calls or so before V8 has optimised its hot paths, which doubled the
+ * pipeline's CPU per call with 2 pairs; a worker serves for days, so the steady state is measured
+ * (BENCH_TOOL_WARMUP_PAIRS=2 shows the other).
+ */
+const TOOL_WARMUP_PAIRS = Number(process.env.BENCH_TOOL_WARMUP_PAIRS ?? 10);
 const TOOL_CALLS = 10;
-const APPEND_SAMPLES = 200;
-const APPEND_WARMUP = 20;
-const MODEL_SAMPLES_PER_TURN = 20;
+/** Component samples taken after each pair of runs: 200 appends and 100 platform calls over the 20 pairs, and 20 of each model turn. */
+const APPENDS_PER_PAIR = 10;
+const TOOLS_PER_PAIR = 5;
 const PROCESS_RUNS = 60;
 const PROCESS_TOOL_CALLS = 2;
 const PROCESS_COUNTS = [1, 4] as const;
@@ -137,8 +146,12 @@ async function benchInProcess(sections: { readonly queue: boolean; readonly tool
       note('every event of a tool call is also handled in this process by the 3 projectors (a Postgres transaction each), the run-state follower and the bench watcher');
       const toolAccount = accounts[accounts.length - 1]!;
       await generateSandboxData(infra, [toolAccount]);
-      const runs = await toolCallRuns(svc, watcher, key, toolAccount, { clock: thisProcessCpu, of: 'this process (every role, and the bench watcher)' });
-      reportToolCallCost(runs, await toolCallComponents(infra, gemini, toolAccount, runs));
+      const components = await ComponentSampler.open(infra, gemini, toolAccount);
+      try {
+        reportToolCallCost(await toolCallRuns(svc, watcher, key, toolAccount, thisProcess, components), components.result());
+      } finally {
+        await components.close();
+      }
     }
   } finally {
     await watcher?.stop();
@@ -191,21 +204,43 @@ async function queueToStart(svc: TestService, watcher: RunWatcher, workspaceId: 
   );
 }
 
-/** CPU time (user + system, ms) a process has used so far: where a run's work is done. */
+/** CPU time (user + system, ms) a process, or one thread of it, has used so far: where a run's work is done. */
 type CpuClock = () => Promise<number>;
 
-const thisProcessCpu: CpuClock = async () => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
+/**
+ * The clocks of the process doing the runs: all its threads (what the machine pays, V8's GC
+ * and compiler threads included), and its main thread alone (the event loop, where the
+ * pipeline's own code runs).
+ */
+interface CpuClocks {
+  readonly process: CpuClock;
+  readonly mainThread: CpuClock;
+  /** Which process that is. */
+  readonly of: string;
+}
+
+const thisProcess: CpuClocks = {
+  process: async () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  },
+  mainThread: async () => {
+    const { user, system } = process.threadCpuUsage();
+    return (user + system) / 1000;
+  },
+  of: 'this process (every role, and the bench watcher)',
 };
 
-/** Another process's CPU time from /proc (clock ticks of 10 ms). */
-function processCpu(pid: number): CpuClock {
-  return async () => {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  };
+/** Utime + stime of a /proc stat file, in ms (clock ticks of 10 ms). */
+async function procStatCpu(path: string): Promise<number> {
+  const stat = await readFile(path, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Another process's CPU time from /proc: all its threads, and its main thread (the task whose id is the pid). */
+function otherProcess(pid: number, of: string): CpuClocks {
+  return { process: () => procStatCpu(`/proc/${pid}/stat`), mainThread: () => procStatCpu(`/proc/${pid}/task/${pid}/stat`), of };
 }
 
 /** Resolves once every projector of the in-process service has applied the stream up to its head, so a run's projection work is not billed to the next run. */
@@ -218,6 +253,12 @@ async function projectorsCaughtUp(svc: TestService, timeoutMs = 10_000): Promise
   }
 }
 
+/** CPU ms per run of the process doing the runs, by kind of run. */
+interface RunCpu {
+  readonly tools: number[];
+  readonly none: number[];
+}
+
 /** Runs with TOOL_CALLS tool calls and runs with none, alternating, as the stream saw them. */
 interface ToolCallRuns {
   readonly durations: { readonly tools: number[]; readonly none: number[] };
@@ -226,96 +267,268 @@ interface ToolCallRuns {
   readonly toolGaps: number[];
   /** ToolCalled.duration_ms: validation + tool, as the agent loop timed it. */
   readonly toolExecution: number[];
-  /** A ToolCalled output of these runs, so the model turns measured alone carry the same conversation. */
-  readonly toolOutput: Record<string, unknown>;
-  /** CPU ms the process doing the runs used per run, from the POST until the projectors caught up. */
-  readonly cpu: { readonly tools: number[]; readonly none: number[] };
+  /** CPU ms the process doing the runs used per run, from the POST until the projectors caught up: all threads, and the main thread. */
+  readonly cpu: RunCpu;
+  readonly mainThreadCpu: RunCpu;
   /** Which process that is. */
   readonly cpuOf: string;
 }
 
-async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, account: PlatformAccountRef, cpu: { clock: CpuClock; of: string }): Promise<ToolCallRuns> {
+/**
+ * Runs the pairs, and after each pair samples the components in this process (see
+ * {@link ComponentSampler}), so the runs and the components they are compared with see the
+ * same load of the shared machine.
+ */
+async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, account: PlatformAccountRef, cpu: CpuClocks, components: ComponentSampler): Promise<ToolCallRuns> {
   const runs: ToolCallRuns = {
     durations: { tools: [], none: [] },
     steps: { tools: new Set(), none: new Set() },
     toolGaps: [],
     toolExecution: [],
-    toolOutput: {},
     cpu: { tools: [], none: [] },
+    mainThreadCpu: { tools: [], none: [] },
     cpuOf: cpu.of,
   };
-  let toolOutput: Record<string, unknown> = {};
   for (let pair = 0; pair < TOOL_WARMUP_PAIRS + TOOL_PAIRS; pair++) {
     for (const kind of pair % 2 === 0 ? (['tools', 'none'] as const) : (['none', 'tools'] as const)) {
       await projectorsCaughtUp(svc);
-      const cpuBefore = await cpu.clock();
+      const cpuBefore = await cpu.process();
+      const mainBefore = await cpu.mainThread();
       const runId = await postRun(svc, key, account.accountId, briefWithTools(BRIEF, kind === 'tools' ? TOOL_CALLS : 0));
       const timeline = await watcher.waitTerminal(runId);
       await projectorsCaughtUp(svc);
-      const cpuUsed = (await cpu.clock()) - cpuBefore;
+      const cpuUsed = (await cpu.process()) - cpuBefore;
+      const mainUsed = (await cpu.mainThread()) - mainBefore;
       const done = timeline.events.get('RunSucceeded') as EventEnvelope<'RunSucceeded', { usage: { steps: number } }> | undefined;
       if (!done) throw new Error(`run ${runId} (${kind}) did not succeed: ${JSON.stringify([...timeline.events.values()].at(-1)?.data)}`);
       const called = timeline.events.get('ToolCalled') as EventEnvelope<'ToolCalled', { output: Record<string, unknown> }> | undefined;
-      if (called) toolOutput = called.data.output;
+      if (called) components.toolOutput = called.data.output;
       if (pair < TOOL_WARMUP_PAIRS) continue;
       runs.durations[kind].push(timeline.seen.get('RunSucceeded')! - timeline.seen.get('RunStarted')!);
       runs.cpu[kind].push(cpuUsed);
+      runs.mainThreadCpu[kind].push(mainUsed);
       runs.steps[kind].add(done.data.usage.steps);
       timeline.toolCalls.forEach((call, i) => {
         runs.toolExecution.push(call.durationMs);
         if (i > 0) runs.toolGaps.push(call.at - timeline.toolCalls[i - 1]!.at);
       });
     }
+    await components.sample({ warmUp: pair < TOOL_WARMUP_PAIRS });
   }
-  return { ...runs, toolOutput };
+  return runs;
 }
 
-/** What one tool call adds besides the pipeline, each measured alone right after the runs. */
+/** What one tool call adds besides the pipeline, each measured alone in this process between the runs. */
 interface ToolCallComponents {
   readonly append: number[];
-  /** CPU ms of this process per store.append, over the same appends. */
+  /** CPU ms of this process per store.append, over the same appends: all threads, and the main thread. */
   readonly appendCpu: number;
+  readonly appendMainThreadCpu: number;
   readonly tool: number[];
   readonly toolCpu: number;
+  readonly toolMainThreadCpu: number;
   /** CPU ms of this process per added model turn (client side: the SDK, the request, the answer). */
   readonly modelTurnCpu: number;
+  readonly modelTurnMainThreadCpu: number;
   /** Per model turn a tool call adds (the turns after 1..TOOL_CALLS tool results): samples of each. */
   readonly modelTurns: number[][];
+  /** CPU ms per call of the three chained as a run chains them (tool, append, next turn), without the worker. */
+  readonly chainedCpu: number;
+  readonly chainedMainThreadCpu: number;
 }
 
-async function toolCallComponents(infra: Infrastructure, gemini: ScriptedGemini, account: PlatformAccountRef, runs: ToolCallRuns): Promise<ToolCallComponents> {
-  let cpuBefore = await thisProcessCpu();
-  const append = await timeAppends(infra);
-  const appendCpu = ((await thisProcessCpu()) - cpuBefore) / (APPEND_SAMPLES + APPEND_WARMUP);
-  const platform = createPlatform(infra.database.db);
-  const tool: number[] = [];
-  cpuBefore = await thisProcessCpu();
-  for (let i = 0; i < 100; i++) tool.push((await timed(() => platform.listCampaigns(account))).ms);
-  const toolCpu = ((await thisProcessCpu()) - cpuBefore) / 100;
-  // The model as the worker builds it (createModel), against the same scripted server. The
-  // turns a tool call adds carry the conversation so far: turn k has k tool results in it.
-  const model = new SanitizingModel(new GeminiModel({ apiKey: gemini.apiKey, model: 'gemini-2.5-flash', baseUrl: gemini.baseUrl }));
-  const system = systemPrompt({ canPropose: true, today: new Date() });
-  const tools = ToolRegistry.forScope('write').declarations();
-  const brief = briefWithTools(BRIEF, TOOL_CALLS);
-  const modelTurns: number[][] = [];
-  cpuBefore = await thisProcessCpu();
-  for (let k = 1; k <= TOOL_CALLS; k++) {
-    const conversation: ConversationEntry[] = [{ role: 'user', text: brief }];
+/** Summed CPU of one component over its measured samples. */
+class CpuTally {
+  count = 0;
+  process = 0;
+  mainThread = 0;
+
+  async measure(count: number, work: () => Promise<void>): Promise<void> {
+    const before = { process: await thisProcess.process(), mainThread: await thisProcess.mainThread() };
+    await work();
+    this.process += (await thisProcess.process()) - before.process;
+    this.mainThread += (await thisProcess.mainThread()) - before.mainThread;
+    this.count += count;
+  }
+
+  perSample(): { process: number; mainThread: number } {
+    return { process: this.process / this.count, mainThread: this.mainThread / this.count };
+  }
+}
+
+/**
+ * The components of a tool call, each measured alone in this process: one store.append of a
+ * ToolCalled (sequential, chained, signed, on a scratch stream no projector or worker reads),
+ * the tool's platform call, and the model turn a tool call adds (createModel's client against
+ * the same scripted server, turn k carrying k tool results). A slice of each is taken after
+ * every pair of runs, so a change in the shared machine's load hits the runs and their
+ * components alike; the totals are those the benchmark measured in one go after the runs before.
+ */
+class ComponentSampler {
+  /** A ToolCalled output of the runs, so the model turns measured alone carry the same conversation. */
+  toolOutput: Record<string, unknown> = {};
+
+  private readonly appends: number[] = [];
+  private readonly tools: number[] = [];
+  private readonly turns: number[][] = Array.from({ length: TOOL_CALLS }, () => []);
+  private appendCpu = new CpuTally();
+  private toolCpu = new CpuTally();
+  private turnCpu = new CpuTally();
+  private chainedCpu = new CpuTally();
+
+  private readonly scratch: ScratchAppends;
+  private readonly platform: AdsPlatform;
+  private readonly account: PlatformAccountRef;
+  private readonly model: ModelClient;
+  private readonly system = systemPrompt({ canPropose: true, today: new Date() });
+  private readonly declarations = ToolRegistry.forScope('write').declarations();
+  private readonly brief = briefWithTools(BRIEF, TOOL_CALLS);
+
+  private constructor(scratch: ScratchAppends, infra: Infrastructure, gemini: ScriptedGemini, account: PlatformAccountRef) {
+    this.scratch = scratch;
+    this.platform = createPlatform(infra.database.db);
+    this.account = account;
+    // The model as the worker builds it (createModel), against the same scripted server.
+    this.model = new SanitizingModel(new GeminiModel({ apiKey: gemini.apiKey, model: 'gemini-2.5-flash', baseUrl: gemini.baseUrl }));
+  }
+
+  static async open(infra: Infrastructure, gemini: ScriptedGemini, account: PlatformAccountRef): Promise<ComponentSampler> {
+    return new ComponentSampler(await ScratchAppends.open(infra), infra, gemini, account);
+  }
+
+  /** One slice: APPENDS_PER_PAIR appends, TOOLS_PER_PAIR platform calls, one model turn after each of 1..TOOL_CALLS results. */
+  async sample({ warmUp }: { warmUp: boolean }): Promise<void> {
+    await this.appendCpu.measure(APPENDS_PER_PAIR, async () => {
+      for (let i = 0; i < APPENDS_PER_PAIR; i++) this.appends.push(await this.scratch.append());
+    });
+    await this.toolCpu.measure(TOOLS_PER_PAIR, async () => {
+      for (let i = 0; i < TOOLS_PER_PAIR; i++) this.tools.push((await timed(() => this.platform.listCampaigns(this.account))).ms);
+    });
+    await this.turnCpu.measure(TOOL_CALLS, async () => {
+      for (let k = 1; k <= TOOL_CALLS; k++) this.turns[k - 1]!.push(await this.modelTurn(k));
+    });
+    await this.chainedCpu.measure(TOOL_CALLS, () => this.chained());
+    if (warmUp) this.reset();
+  }
+
+  result(): ToolCallComponents {
+    const append = this.appendCpu.perSample();
+    const tool = this.toolCpu.perSample();
+    const turn = this.turnCpu.perSample();
+    const chained = this.chainedCpu.perSample();
+    return {
+      append: this.appends,
+      appendCpu: append.process,
+      appendMainThreadCpu: append.mainThread,
+      tool: this.tools,
+      toolCpu: tool.process,
+      toolMainThreadCpu: tool.mainThread,
+      modelTurns: this.turns,
+      modelTurnCpu: turn.process,
+      modelTurnMainThreadCpu: turn.mainThread,
+      chainedCpu: chained.process,
+      chainedMainThreadCpu: chained.mainThread,
+    };
+  }
+
+  close(): Promise<void> {
+    return this.scratch.close();
+  }
+
+  private reset(): void {
+    this.appends.length = 0;
+    this.tools.length = 0;
+    for (const samples of this.turns) samples.length = 0;
+    this.appendCpu = new CpuTally();
+    this.toolCpu = new CpuTally();
+    this.turnCpu = new CpuTally();
+    this.chainedCpu = new CpuTally();
+  }
+
+  /**
+   * The same components one after another, as a run does them: per call the tool, the append of
+   * its result, the model turn carrying it. Alternating three clients' I/O on one thread costs
+   * more than each alone in a loop (the caches and the machine's other processes see to that);
+   * the worker cannot do less than this.
+   */
+  private async chained(): Promise<void> {
+    const conversation: ConversationEntry[] = [{ role: 'user', text: this.brief }];
+    for (let k = 1; k <= TOOL_CALLS; k++) {
+      const output = { campaigns: await this.platform.listCampaigns(this.account) };
+      await this.scratch.append();
+      conversation.push({ role: 'model', parts: [{ kind: 'function_call', call: { name: READ_TOOL, args: {} } }] });
+      conversation.push({ role: 'tool', results: [{ name: READ_TOOL, response: output }] });
+      const offered = k < RUN_LIMITS.maxToolCalls ? this.declarations : [];
+      await this.model.generate({ system: this.system, conversation, tools: offered, signal: AbortSignal.timeout(10_000) });
+    }
+  }
+
+  /** The turn a tool call adds: turn k carries the conversation so far, with k tool results in it. */
+  private async modelTurn(k: number): Promise<number> {
+    const conversation: ConversationEntry[] = [{ role: 'user', text: this.brief }];
     for (let i = 0; i < k; i++) {
       conversation.push({ role: 'model', parts: [{ kind: 'function_call', call: { name: READ_TOOL, args: {} } }] });
-      conversation.push({ role: 'tool', results: [{ name: READ_TOOL, response: runs.toolOutput }] });
+      conversation.push({ role: 'tool', results: [{ name: READ_TOOL, response: this.toolOutput }] });
     }
-    const offered = k < RUN_LIMITS.maxToolCalls ? tools : [];
-    const samples: number[] = [];
-    for (let i = 0; i < MODEL_SAMPLES_PER_TURN; i++) {
-      samples.push((await timed(() => model.generate({ system, conversation, tools: offered, signal: AbortSignal.timeout(10_000) }))).ms);
-    }
-    modelTurns.push(samples);
+    const offered = k < RUN_LIMITS.maxToolCalls ? this.declarations : [];
+    return (await timed(() => this.model.generate({ system: this.system, conversation, tools: offered, signal: AbortSignal.timeout(10_000) }))).ms;
   }
-  const modelTurnCpu = ((await thisProcessCpu()) - cpuBefore) / (TOOL_CALLS * MODEL_SAMPLES_PER_TURN);
-  return { append, appendCpu, tool, toolCpu, modelTurns, modelTurnCpu };
 }
+
+/**
+ * The raw cost of one store.append: sequential ToolCalled events (with a real list_campaigns-
+ * sized output) chained on one run subject of a scratch stream, so no projector or worker sees them.
+ */
+class ScratchAppends {
+  private readonly config: Config;
+  private readonly store: EventStore;
+  private readonly subject: string;
+  private readonly runId = uuidv4();
+  private readonly address: EventAddress;
+  private position: SubjectPosition = EMPTY_POSITION;
+  private index = 0;
+
+  private constructor(config: Config, store: EventStore) {
+    this.config = config;
+    this.store = store;
+    this.address = { workspaceId: 'ws-bench', accountId: 'acc-bench', aggregate: { type: 'run', id: this.runId } };
+    this.subject = new Subjects(config.subjectPrefix).forAggregate(this.address);
+  }
+
+  static async open(infra: Infrastructure): Promise<ScratchAppends> {
+    const config = benchConfig('agentappend');
+    try {
+      await ensureEventStream(infra.jsm, { name: config.eventStream, subjects: [new Subjects(config.subjectPrefix).all], replicas: 1 });
+      return new ScratchAppends(config, new EventStore(infra.js, infra.jsm, config.eventStream, { signer: infra.signing.signer })); // signed, as the service appends
+    } catch (error) {
+      await releaseConfig(config);
+      throw error;
+    }
+  }
+
+  async append(): Promise<number> {
+    const meta = { actor: { kind: 'worker' as const, id: 'bench' }, correlationId: this.runId };
+    const data = { run_id: this.runId, index: ++this.index, name: READ_TOOL, input: {}, ok: true, output: SCRATCH_OUTPUT, duration_ms: 2 };
+    const event = newEvent('ToolCalled', data, this.address, meta);
+    const { value, ms } = await timed(() => this.store.append(this.subject, [event], this.position));
+    this.position = { lastSequence: value[0]!.seq, lastHash: value[0]!.event.hash };
+    return ms;
+  }
+
+  close(): Promise<void> {
+    return releaseConfig(this.config);
+  }
+}
+
+const SCRATCH_OUTPUT = {
+  campaigns: Array.from({ length: 6 }, (_, i) => ({
+    id: `cmp-${i}`,
+    name: `Campaign ${i} — generic search`,
+    status: 'enabled',
+    daily_budget: 120 + i,
+    bidding: { type: 'target_cpa', target_cpa: 25, target_roas_percent: null, portfolio: null },
+  })),
+};
 
 function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents): void {
   const withTools = summarize(runs.durations.tools);
@@ -341,7 +554,7 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
     baselineValue: append.mean,
   });
   compareLatency('ToolCalled → next ToolCalled', runs.toolGaps, 'one store.append', components.append);
-  note('what one tool call adds, measured alone in the same run (p50 / mean):');
+  note(`what one tool call adds, measured alone in this process, a slice after each pair of runs (p50 / mean):`);
   figure(`  store.append ToolCalled (n=${components.append.length})`, append.p50, 'ms', `mean ${append.mean.toFixed(2)} ms; sequential, chained, signed, scratch stream`);
   const tool = summarize(components.tool);
   figure(`  ${READ_TOOL} on the sandbox (n=${components.tool.length})`, tool.p50, 'ms', `mean ${tool.mean.toFixed(2)} ms; platform call alone`);
@@ -351,7 +564,7 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
   const turnP50s = components.modelTurns.map((samples) => summarize(samples).p50);
   const turn = turnP50s.reduce((a, b) => a + b, 0) / turnP50s.length;
   figure(
-    `  model turn after 1..${TOOL_CALLS} results (n=${MODEL_SAMPLES_PER_TURN} each)`,
+    `  model turn after 1..${TOOL_CALLS} results (n=${components.modelTurns[0]!.length} each)`,
     turn,
     'ms',
     `mean of the turns' p50s (${turnP50s[0]!.toFixed(2)} … ${turnP50s.at(-1)!.toFixed(2)} ms); createModel's client → the scripted server`,
@@ -371,7 +584,7 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
   const meanOf = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const cpuPerCall = (meanOf(runs.cpu.tools) - meanOf(runs.cpu.none)) / TOOL_CALLS;
   note(`CPU time of ${runs.cpuOf} per run (mean): with tools ${meanOf(runs.cpu.tools).toFixed(1)} ms, without ${meanOf(runs.cpu.none).toFixed(1)} ms; /proc and process.cpuUsage, 10 ms ticks for another process`);
-  compare({ name: 'CPU per tool call ((mean diff)/10)', value: cpuPerCall, unit: 'ms', baselineName: 'CPU per store.append', baselineValue: components.appendCpu });
+  compare({ name: `CPU per tool call ((mean diff)/${TOOL_CALLS})`, value: cpuPerCall, unit: 'ms', baselineName: 'CPU per store.append', baselineValue: components.appendCpu });
   figure('  CPU per model turn (client side)', components.modelTurnCpu, 'ms', 'measured alone, same conversations');
   figure(`  CPU per ${READ_TOOL} (platform call)`, components.toolCpu, 'ms', 'measured alone');
   compare({
@@ -381,6 +594,33 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
     baselineName: 'CPU per store.append',
     baselineValue: components.appendCpu,
   });
+  // Where the pipeline's CPU goes: the append itself; what chaining the components costs over
+  // each alone (measured by chaining the bare components); and what the worker adds beyond them.
+  const chaining = components.chainedCpu - components.modelTurnCpu - components.toolCpu - components.appendCpu;
+  note(
+    `  of which: the append ${components.appendCpu.toFixed(2)} ms; chaining tool, append and model turn as a run does, without the worker, ` +
+      `${components.chainedCpu.toFixed(2)} ms per call (${chaining.toFixed(2)} ms over the three alone); ` +
+      `the worker beyond that chain ${(cpuPerCall - components.chainedCpu).toFixed(2)} ms`,
+  );
+  // The main thread alone: the event loop, where the pipeline's own code runs, without the CPU
+  // V8's garbage-collector and compiler threads spend beside it (which the process figure counts).
+  const mainPerCall = (meanOf(runs.mainThreadCpu.tools) - meanOf(runs.mainThreadCpu.none)) / TOOL_CALLS;
+  note(
+    `main-thread CPU per run (mean): with tools ${meanOf(runs.mainThreadCpu.tools).toFixed(1)} ms, without ${meanOf(runs.mainThreadCpu.none).toFixed(1)} ms; ` +
+      `per model turn ${components.modelTurnMainThreadCpu.toFixed(2)} ms, per ${READ_TOOL} ${components.toolMainThreadCpu.toFixed(2)} ms`,
+  );
+  compare({
+    name: 'pipeline main-thread CPU per tool call (per call - model turn - tool)',
+    value: Math.max(0, mainPerCall - components.modelTurnMainThreadCpu - components.toolMainThreadCpu),
+    unit: 'ms',
+    baselineName: 'main-thread CPU per store.append',
+    baselineValue: components.appendMainThreadCpu,
+  });
+  note(
+    `  of which: the append ${components.appendMainThreadCpu.toFixed(2)} ms; the bare chain ${components.chainedMainThreadCpu.toFixed(2)} ms per call ` +
+      `(${(components.chainedMainThreadCpu - components.modelTurnMainThreadCpu - components.toolMainThreadCpu - components.appendMainThreadCpu).toFixed(2)} ms over the three alone); ` +
+      `the worker beyond that chain ${(mainPerCall - components.chainedMainThreadCpu).toFixed(2)} ms`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -395,6 +635,7 @@ async function benchToolCallsWorkerProcess(): Promise<void> {
   let svc: TestService | undefined;
   let watcher: RunWatcher | undefined;
   let workers: WorkerProcess[] = [];
+  let components: ComponentSampler | undefined;
   try {
     svc = await startBenchService('agentworker', { ROLES: 'http,projectors', ...geminiEnv(gemini) });
     const infra = svc.service.infrastructure;
@@ -405,50 +646,15 @@ async function benchToolCallsWorkerProcess(): Promise<void> {
     workers = [await spawnWorker(svc, gemini, 4)];
     await consumerIdle(infra);
     const worker = workers[0]!;
-    const runs = await toolCallRuns(svc, watcher, key, account!, { clock: processCpu(worker.child.pid!), of: 'the worker process' });
-    reportToolCallCost(runs, await toolCallComponents(infra, gemini, account!, runs));
+    components = await ComponentSampler.open(infra, gemini, account!);
+    const runs = await toolCallRuns(svc, watcher, key, account!, otherProcess(worker.child.pid!, 'the worker process'), components);
+    reportToolCallCost(runs, components.result());
   } finally {
+    await components?.close();
     await stopWorkers(workers);
     await watcher?.stop();
     await svc?.stop();
     await gemini.close();
-  }
-}
-
-/**
- * The raw cost of one store.append: sequential ToolCalled events (with a real list_campaigns-
- * sized output) chained on one run subject of a scratch stream, so no projector or worker sees them.
- */
-async function timeAppends(infra: Infrastructure): Promise<number[]> {
-  const config = benchConfig('agentappend');
-  try {
-    const subjects = new Subjects(config.subjectPrefix);
-    await ensureEventStream(infra.jsm, { name: config.eventStream, subjects: [subjects.all], replicas: 1 });
-    const store = new EventStore(infra.js, infra.jsm, config.eventStream, { signer: infra.signing.signer }); // signed, as the service appends
-    const runId = uuidv4();
-    const address = { workspaceId: 'ws-bench', accountId: 'acc-bench', aggregate: { type: 'run' as const, id: runId } };
-    const subject = subjects.forAggregate(address);
-    const output = {
-      campaigns: Array.from({ length: 6 }, (_, i) => ({
-        id: `cmp-${i}`,
-        name: `Campaign ${i} — generic search`,
-        status: 'enabled',
-        daily_budget: 120 + i,
-        bidding: { type: 'target_cpa', target_cpa: 25, target_roas_percent: null, portfolio: null },
-      })),
-    };
-    const meta = { actor: { kind: 'worker' as const, id: 'bench' }, correlationId: runId };
-    let position: SubjectPosition = EMPTY_POSITION;
-    const samples: number[] = [];
-    for (let i = 0; i < APPEND_SAMPLES + APPEND_WARMUP; i++) {
-      const event = newEvent('ToolCalled', { run_id: runId, index: i + 1, name: READ_TOOL, input: {}, ok: true, output, duration_ms: 2 }, address, meta);
-      const { value, ms } = await timed(() => store.append(subject, [event], position));
-      position = { lastSequence: value[0]!.seq, lastHash: value[0]!.event.hash };
-      if (i >= APPEND_WARMUP) samples.push(ms);
-    }
-    return samples;
-  } finally {
-    await releaseConfig(config);
   }
 }
 
@@ -603,7 +809,8 @@ async function benchProcesses(): Promise<void> {
 export async function run(): Promise<void> {
   const only = (process.env.BENCH_SECTIONS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const wanted = (...ids: string[]) => only.length === 0 || ids.some((id) => only.includes(id));
-  if (wanted('a', 'b')) await benchInProcess({ queue: wanted('a'), toolCalls: wanted('b') });
-  if (wanted('b')) await benchToolCallsWorkerProcess();
+  // b-all and b-worker select one half of b: every role in one process, or the worker in its own.
+  if (wanted('a', 'b', 'b-all')) await benchInProcess({ queue: wanted('a'), toolCalls: wanted('b', 'b-all') });
+  if (wanted('b', 'b-worker')) await benchToolCallsWorkerProcess();
   if (wanted('c')) await benchProcesses();
 }
