@@ -264,9 +264,8 @@ export class EventAdmission {
   }
 
   private cached(raw: RawEventMessage): AdmissionResult | undefined {
-    const bytes = bytesOf(raw);
     const near = this.nearResults[raw.seq % NEAR_RESULTS];
-    if (near && near.seq === raw.seq && near.subject === raw.subject && near.bytes.equals(bytes)) return near.result;
+    if (near && near.seq === raw.seq && near.subject === raw.subject && near.bytes.equals(bytesOf(raw))) return near.result;
     const seen = this.recent[raw.seq % RECENT_VERDICTS];
     if (!seen || seen.seq !== raw.seq || seen.subject !== raw.subject || seen.digest !== digestOf(raw)) return undefined;
     if (seen.corrupt) return { ok: false, corrupt: seen.corrupt };
@@ -360,11 +359,20 @@ export function corruptEventOf(error: InadmissibleEventError): CorruptEvent {
  * event published on one tenant's subject could act on another tenant's read model.
  */
 function subjectMismatch(event: EventEnvelope, subject: string): string | null {
-  const tokens = subject.split('.');
-  const expected = [SUBJECT_VERSION, event.workspace_id, event.account_id ?? NO_ACCOUNT_TOKEN, event.aggregate.type, event.aggregate.id];
-  const actual = tokens.slice(1);
-  if (tokens.length !== 6 || expected.some((token, index) => token !== actual[index])) {
-    return `envelope addresses ${expected.join('.')} but the subject is ${subject}`;
+  const expected = `${SUBJECT_VERSION}.${event.workspace_id}.${event.account_id ?? NO_ACCOUNT_TOKEN}.${event.aggregate.type}.${event.aggregate.id}`;
+  // The subject is one token (the prefix) and the five expected ones: it ends with them after a
+  // dot and holds five dots in all, so no envelope field can hide a dot of its own.
+  const prefixEnd = subject.length - expected.length - 1;
+  if (prefixEnd < 0 || subject.charCodeAt(prefixEnd) !== DOT || !subject.endsWith(expected) || dotsIn(subject) !== 5) {
+    return `envelope addresses ${expected} but the subject is ${subject}`;
   }
   return null;
+}
+
+const DOT = 0x2e;
+
+function dotsIn(text: string): number {
+  let dots = 0;
+  for (let at = text.indexOf('.'); at !== -1; at = text.indexOf('.', at + 1)) dots++;
+  return dots;
 }

@@ -162,6 +162,23 @@ describe('batch admission: one signature per subject, the chain vouches for the 
     expect(batch).to.deep.equal(oneAtATime(messages));
   });
 
+  it('given an envelope whose address differs from its subject by a token, a dot inside a field or a missing token, then it is refused as subject-mismatch', () => {
+    const runId = 'run-x';
+    const event = sealEvent(toolCalled(WORKSPACE, runId, 1, 4), GENESIS_HASH, signer);
+    const verdictOn = (subject: string, changes: Partial<EventEnvelope> = {}) => {
+      const result = new EventAdmission().tryAdmit({ seq: 1, subject, data: JSON.stringify({ ...event, ...changes }) });
+      return result.ok ? 'ok' : result.corrupt.code;
+    };
+    expect(verdictOn(`batchadm.v1.${WORKSPACE}.acc.run.${runId}`)).to.equal('ok');
+    expect(verdictOn(`batchadm.v1.${WORKSPACE}.acc.run.other`)).to.equal('subject-mismatch');
+    expect(verdictOn(`batchadm.v2.${WORKSPACE}.acc.run.${runId}`)).to.equal('subject-mismatch');
+    expect(verdictOn(`v1.${WORKSPACE}.acc.run.${runId}`)).to.equal('subject-mismatch');
+    expect(verdictOn(`a.batchadm.v1.${WORKSPACE}.acc.run.${runId}`)).to.equal('subject-mismatch');
+    expect(verdictOn(`batchadm.v1.ws.x.acc.run.${runId}`, { workspace_id: 'ws.x' })).to.equal('subject-mismatch');
+    expect(verdictOn(`batchadm.v1.${WORKSPACE}.acc.run.${runId}`, { account_id: null })).to.equal('subject-mismatch');
+    expect(verdictOn(`batchadm.v1.${WORKSPACE}._.run.${runId}`, { account_id: null })).to.equal('ok');
+  });
+
   it('given a store without an authenticity check, then a batch is admitted on structure alone', () => {
     const messages = interleave([runChain(3)]);
     expect(verdicts(new EventAdmission().tryAdmitBatch(messages))).to.deep.equal(['ok', 'ok', 'ok']);
