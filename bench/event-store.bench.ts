@@ -81,15 +81,22 @@ async function appendChained(store: EventStore, subject: string, events: readonl
   return position;
 }
 
+/** CPU time of this process (every thread) in milliseconds: steadier than wall time on a shared machine. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /** Baseline for sections 2 and 3: ordered-consumer read + JSON.parse of every event through `head`. */
-async function timeFullRead(infra: Infrastructure, head: number): Promise<{ count: number; ms: number }> {
+async function timeFullRead(infra: Infrastructure, head: number): Promise<{ count: number; ms: number; cpuMs: number }> {
+  const cpuBefore = cpuMs();
   const { value: count, ms } = await timed(async () => {
     let n = 0;
     for await (const _stored of infra.store.readFiltered(infra.subjects.all, 1, head)) n++;
     return n;
   });
   if (count !== head) throw new Error(`baseline read returned ${count} events, expected ${head}`);
-  return { count, ms };
+  return { count, ms, cpuMs: cpuMs() - cpuBefore };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -207,6 +214,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         logger,
       });
       const reached = new Map<string, number>();
+      const cpuBefore = cpuMs();
       const started = now();
       try {
         await projector.start();
@@ -223,11 +231,21 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       } finally {
         await projector.stop();
       }
+      // Until the last projection reached the head, plus stop(): the wait loop's own reads are in it too.
+      const projectorCpuMs = cpuMs() - cpuBefore;
       const allMs = Math.max(...reached.values());
       for (const [name, ms] of reached) {
         compareThroughput(`projector ${name} (from 0)`, head, ms, 'ordered read + parse', baseline.count, baseline.ms);
       }
       compareThroughput(`projectors, all ${PROJECTIONS.length} together`, head, allMs, 'ordered read + parse', baseline.count, baseline.ms);
+      compare({
+        name: 'projectors, CPU of this process per event',
+        value: (projectorCpuMs * 1000) / head,
+        unit: 'µs',
+        baselineName: 'ordered read + parse',
+        baselineValue: (baseline.cpuMs * 1000) / baseline.count,
+        ratioNote: '(projector/read; Postgres and NATS not counted)',
+      });
       await checkRunsTable(infra, 'after projectors');
       if (!includeRebuild) return;
 

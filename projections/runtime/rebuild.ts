@@ -116,7 +116,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
     const messages = batch;
     batch = [];
     const parkedNow = await inSchema(db, schema, (trx) =>
-      applyIsolating(trx, projection, admitAll(store, messages), {
+      applyIsolating(trx, projection, admitAll(store, messages, target - messages[messages.length - 1]!.seq), {
         quarantineSchema: options.quarantineSchema,
         park: options.quarantineSchema !== undefined,
       }),
@@ -136,9 +136,15 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   return { applied, lastSeq, parked };
 }
 
-/** The same admission the live projector applies, so a rebuild parks the same events. */
-function admitAll(store: EventStore, messages: readonly RawStoredMessage[]): BatchEntry[] {
-  const verdicts = store.admission.tryAdmitBatch(messages.map((raw) => ({ seq: raw.seq, subject: raw.subject, data: raw.data })));
+/**
+ * The same admission the live projector applies, so a rebuild parks the same events; a fold
+ * far behind the head keeps no verdicts for other readers, as a projector catching up does.
+ */
+function admitAll(store: EventStore, messages: readonly RawStoredMessage[], behindHead = 0): BatchEntry[] {
+  const verdicts = store.admission.tryAdmitBatch(
+    messages.map((raw) => ({ seq: raw.seq, subject: raw.subject, data: raw.data })),
+    { behindHead },
+  );
   return messages.map((raw, index) => ({ result: verdicts[index]!, payload: raw.data }));
 }
 
