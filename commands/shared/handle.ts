@@ -2,7 +2,7 @@ import { AppError, ErrorKind } from '../../src/errors/app-error.ts';
 import type { LoadedAggregate } from '../../src/event-store/aggregate-repository.ts';
 import { AppendConflictError, EventStoreError, EventStoreErrorCode } from '../../src/event-store/errors.ts';
 import { rideThroughOutage } from './outage.ts';
-import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import { EMPTY_POSITION, type StoredEvent } from '../../src/event-store/event-store.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { UnsealedEvent } from '../../src/events/envelope.ts';
 import type { Aggregates } from './aggregates.ts';
@@ -28,6 +28,14 @@ export interface HandleOptions {
    * stale state.
    */
   readonly preferRemembered?: boolean;
+  /**
+   * With `preferRemembered`, when this process remembers nothing for the subject: decide on the
+   * decider's initial state at the subject's start, for an aggregate the caller knows to be new (a
+   * run's transcript, begun by the worker that claimed the run). The append, which expects an empty
+   * subject, proves it; on a subject that is not empty it conflicts and the command is handled from
+   * a fresh load, as above.
+   */
+  readonly presumeNew?: boolean;
   /**
    * How long to wait out an unreachable event log before failing (default: the aggregates'
    * policy — fail at once for the API's, {@link OUTAGE_RIDE_THROUGH_MS} for background work).
@@ -89,7 +97,7 @@ export async function handle<C extends Command, S>(
   const subject = aggregates.subjectOf(decider.streamOf(command));
   const repository = aggregates.repositoryOf(decider);
   if (options.preferRemembered ?? decider.decideOnRemembered?.(command) ?? false) {
-    const remembered = repository.remembered(subject);
+    const remembered = repository.remembered(subject) ?? (options.presumeNew ? { ...EMPTY_POSITION, state: decider.initialState() } : null);
     const fast = remembered && (await appendOnRemembered(aggregates, decider, command, subject, remembered));
     if (fast) {
       repository.remember(subject, fast.position, fast.appended.length);

@@ -11,6 +11,12 @@ export interface ChangeTracker {
    * missed). Look at the state *after* this call: a change during that read shows next time.
    */
   changedSinceLastLook(): boolean;
+  /**
+   * The caller itself stored `count` events on `subject` since its last look (it holds the state
+   * they made, e.g. from its own append): hearing them is no change. Heard later than the next
+   * look, they show as one then, which costs a read and misses nothing.
+   */
+  storedItself(subject: string, count: number): void;
   /** Stops tracking (the feed forgets the subjects no tracker needs any more). */
   release(): void;
 }
@@ -72,15 +78,20 @@ export class SubjectChangeFeed {
       if (entry) entry.trackers++;
       else this.versions.set(subject, { version: 0, trackers: 1 });
     }
-    let seen: string | undefined;
+    /** The epoch and each subject's version at the last look (none before the first). */
+    let seen: { epoch: number; versions: number[] } | undefined;
     let released = false;
     return {
       changedSinceLastLook: () => {
         if (this.stopped || released) return true;
-        const now = `${this.epoch}:${subjects.map((subject) => this.versions.get(subject)!.version).join(':')}`;
-        const changed = now !== seen;
+        const now = { epoch: this.epoch, versions: subjects.map((subject) => this.versions.get(subject)!.version) };
+        const changed = seen === undefined || now.epoch !== seen.epoch || now.versions.some((version, i) => version !== seen!.versions[i]);
         seen = now;
         return changed;
+      },
+      storedItself: (subject, count) => {
+        const i = subjects.indexOf(subject);
+        if (seen && i >= 0) seen.versions[i]! += count;
       },
       release: () => {
         if (released) return;

@@ -7,10 +7,10 @@ import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
-import { SubjectChangeFeed } from '../event-store/subject-changes.ts';
+import { SubjectChangeFeed, type ChangeTracker } from '../event-store/subject-changes.ts';
 import { ensureDurableConsumer } from './durable-consumer.ts';
 import { ACK, LEAVE, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage, type Settlement } from './pull-loop.ts';
-import { executeRun, type RunExecutorDependencies } from './run-executor.ts';
+import { executeRun, runSubjects, type RunExecutorDependencies } from './run-executor.ts';
 import { askLiveness, Liveness, WorkerLiveness } from './worker-liveness.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadAccount, loadWorkspace } from '../../commands/queries.ts';
@@ -214,10 +214,35 @@ export class AgentWorker {
     message: JsMsg,
     run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
   ): Promise<Settlement> {
-    const { aggregates, commands } = this.options.infrastructure;
+    const { commands } = this.options.infrastructure;
+    const { workspaceId, accountId, runId, meta } = run;
+    // Looked at before the claim: the claimed account state and the key the run reads next are
+    // newer than the look, so only what is stored after it makes the first tool call read again.
+    const subjects = runSubjects(commands.aggregates, workspaceId, accountId, run.active.keyId);
+    const keyAndAccount = this.changes?.track([subjects.key, subjects.account]);
+    keyAndAccount?.changedSinceLastLook();
+    try {
+      return await this.claimAndRunTracked(message, run, keyAndAccount);
+    } finally {
+      keyAndAccount?.release();
+    }
+  }
+
+  private async claimAndRunTracked(
+    message: JsMsg,
+    run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
+    keyAndAccount: ChangeTracker | undefined,
+  ): Promise<Settlement> {
+    const { commands } = this.options.infrastructure;
     const { workspaceId, accountId, runId, meta } = run;
     try {
-      await commands.handle(accountDecider, { type: 'ClaimRun', workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta });
+      // Decided on the account as handle() just read it: no second read (a conflict or a refusal reads again).
+      const claimed = await commands.handle(
+        accountDecider,
+        { type: 'ClaimRun', workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta },
+        { preferRemembered: true },
+      );
+      keyAndAccount?.storedItself(runSubjects(commands.aggregates, workspaceId, accountId, run.active.keyId).account, claimed.appended.length);
     } catch (error) {
       if (error instanceof RunNotClaimableError) return ACK;
       throw error;
@@ -228,9 +253,10 @@ export class AgentWorker {
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, commands, ...(this.changes ? { changes: this.changes } : {}) }, { workspaceId, accountId, account: run.account, active: run.active }, this.actor),
+        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active, ...(keyAndAccount ? { keyAndAccount } : {}) }, this.actor),
       );
-      await commands.handle(accountDecider, { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta });
+      // Usually nothing was stored on the account since this worker's RunStarted: decided on that state, no read.
+      await commands.handle(accountDecider, { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta }, { preferRemembered: true });
       const code = outcome.kind === 'failed' ? outcome.code : '';
       this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
       this.options.onRunFinished?.(outcome.kind, code);

@@ -12,7 +12,8 @@ import type { ProposalService } from '../policy/proposal-service.ts';
 import { withPlatformDeadline } from '../platform/platform-deadline.ts';
 import { transcriptDecider } from '../../commands/run/transcript.ts';
 import { loadKey, loadAccount } from '../../commands/queries.ts';
-import type { ChangeTracker, SubjectChangeFeed } from '../event-store/subject-changes.ts';
+import type { ChangeTracker } from '../event-store/subject-changes.ts';
+import type { Aggregates } from '../../commands/shared/aggregates.ts';
 import { streams } from '../event-store/subjects.ts';
 import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from '../../commands/shared/handle.ts';
 import type { KeyState } from '../../commands/key/key-decider.ts';
@@ -28,17 +29,19 @@ export interface RunExecutorDependencies {
   readonly now?: () => Date;
   /** Where the details of an internal failure go; the run's own message never carries them. */
   readonly logger?: Logger;
-  /**
-   * Heard changes of the run's key and account subjects: without one stored there since the last
-   * check, the check before a tool call needs no read. Absent: every check reads both.
-   */
-  readonly changes?: SubjectChangeFeed;
 }
 
 /** The subjects a run's check before each tool call reads: its key's and its account's. */
-interface RunSubjects {
+export interface RunSubjects {
   readonly key: string;
   readonly account: string;
+}
+
+export function runSubjects(aggregates: Aggregates, workspaceId: string, accountId: string, keyId: string): RunSubjects {
+  return {
+    key: aggregates.subjects.forAggregate(streams.key(workspaceId, keyId)),
+    account: aggregates.subjects.forAggregate(streams.account(workspaceId, accountId)),
+  };
 }
 
 const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
@@ -48,33 +51,19 @@ const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
  * any model call: a key revoked since queueing gives key_revoked, an account without a
  * platform account_not_connected. Anything unexpected ends as internal, never as a
  * hanging run; actions proposed before a failure stay recorded and queued.
+ *
+ * `keyAndAccount` says whether anything was stored on the run's key or account since the caller
+ * last looked, which must be before it claimed the run (the account state the run starts from)
+ * and before this reads the key: the check before a tool call then reads only after a change.
+ * Absent, every check reads both.
  */
 export async function executeRun(
   deps: RunExecutorDependencies,
-  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
+  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun; keyAndAccount?: ChangeTracker },
   actor: Actor,
 ): Promise<RunOutcome> {
-  const { aggregates } = deps.commands;
-  const subjects: RunSubjects = {
-    key: aggregates.subjects.forAggregate(streams.key(run.workspaceId, run.active.keyId)),
-    account: aggregates.subjects.forAggregate(streams.account(run.workspaceId, run.accountId)),
-  };
-  // Tracked from before the first read, so nothing stored after that read goes unnoticed.
-  const keyAndAccount = deps.changes?.track([subjects.key, subjects.account]);
-  try {
-    return await executeTracked(deps, run, actor, subjects, keyAndAccount);
-  } finally {
-    keyAndAccount?.release();
-  }
-}
-
-async function executeTracked(
-  deps: RunExecutorDependencies,
-  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun },
-  actor: Actor,
-  subjects: RunSubjects,
-  keyAndAccount: ChangeTracker | undefined,
-): Promise<RunOutcome> {
+  const subjects = runSubjects(deps.commands.aggregates, run.workspaceId, run.accountId, run.active.keyId);
+  const keyAndAccount = run.keyAndAccount;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const failed = (code: RunErrorCode, message: string): RunOutcome => ({
@@ -110,11 +99,12 @@ async function executeTracked(
         platform: deps.platform,
         now: deps.now ?? (() => new Date()),
         recordToolCall: async (call) => {
-          // This worker is the transcript's only writer while it holds the run: no reload per call.
+          // This worker is the transcript's only writer while it holds the run, and the transcript
+          // begins with the run: no read of it, not even for the first call.
           await commands.handle(
             transcriptDecider,
             { type: 'RecordToolCall', workspaceId: run.workspaceId, accountId: run.accountId, call, meta },
-            { preferRemembered: true },
+            { preferRemembered: true, presumeNew: true },
           );
         },
         mayContinue: async () => {

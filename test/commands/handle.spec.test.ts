@@ -218,6 +218,38 @@ describe('handle: commands on the in-memory event store (specs)', () => {
       expect(third.state.toolCalls).to.equal(3);
     });
 
+    it('with presumeNew, records the first call on a subject it remembers nothing of without a read either', async () => {
+      const counting = new CountingStore();
+      const writer = new Commands(new Aggregates(counting, subjects, null));
+      const first = await writer.handle(transcriptDecider, { type: 'RecordToolCall', workspaceId: 'ws', accountId: 'acc', call: call(1), meta }, { preferRemembered: true, presumeNew: true });
+      expect(counting.lastReads).to.equal(0);
+      expect(first.appended.map((s) => s.seq)).to.deep.equal([1]);
+      expect(first.state.toolCalls).to.equal(1);
+    });
+
+    it('with presumeNew on a subject that is not new, decides on a fresh load: the call is appended after the others, or not again', async () => {
+      const other = new Commands(new Aggregates(store, subjects, null));
+      await record(other, 1);
+      await record(other, 2);
+      const presumeNew = { preferRemembered: true, presumeNew: true };
+      const retried = await new Commands(new Aggregates(store, subjects, null)).handle(
+        transcriptDecider,
+        { type: 'RecordToolCall', workspaceId: 'ws', accountId: 'acc', call: call(2), meta },
+        presumeNew,
+      );
+      expect(retried.appended).to.deep.equal([]);
+      const third = await new Commands(new Aggregates(store, subjects, null)).handle(
+        transcriptDecider,
+        { type: 'RecordToolCall', workspaceId: 'ws', accountId: 'acc', call: call(3), meta },
+        presumeNew,
+      );
+      expect(third.appended.map((s) => s.seq)).to.deep.equal([3]);
+      expect(third.state.toolCalls).to.equal(3);
+      // A load believes only events that continue the subject's hash chain: the third one does.
+      const { state } = await new Aggregates(store, subjects, null).load(transcriptDecider, streams.run('ws', 'acc', 'run-1'));
+      expect(state.toolCalls).to.equal(3);
+    });
+
     it('takes neither a "nothing to do" nor a refusal from a remembered state: a retried call recorded elsewhere is not written twice', async () => {
       const mine = new Commands(new Aggregates(store, subjects, null));
       const other = new Commands(new Aggregates(store, subjects, null));

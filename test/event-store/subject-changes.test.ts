@@ -50,6 +50,26 @@ describe('SubjectChangeFeed: changes of stored subjects heard on the wire', func
     }
   });
 
+  it('does not count what the caller says it stored itself, and still counts what others store', async () => {
+    const tracker = feed.track(['chg.w5.key.k5', 'chg.w5.account.a5']);
+    try {
+      tracker.changedSinceLastLook();
+      await store('chg.w5.account.a5');
+      await nc.flush();
+      tracker.storedItself('chg.w5.account.a5', 1);
+      expect(tracker.changedSinceLastLook(), 'only its own event stored').to.equal(false);
+      await store('chg.w5.account.a5');
+      await eventually(() => expect(tracker.changedSinceLastLook(), 'an event it did not store').to.equal(true), 5000, 20);
+      expect(tracker.changedSinceLastLook()).to.equal(false);
+      await store('chg.w5.key.k5');
+      await nc.flush();
+      tracker.storedItself('chg.w5.account.a5', 1); // not the subject it stored on: still a change
+      await eventually(() => expect(tracker.changedSinceLastLook()).to.equal(true), 5000, 20);
+    } finally {
+      tracker.release();
+    }
+  });
+
   it('says changed after the connection dropped, when a change could have gone unheard', async () => {
     const tracker = feed.track(['chg.w3.key.k3']);
     try {
