@@ -153,6 +153,7 @@ async function withCpu(load: () => Promise<LoadOutcome>): Promise<Measured> {
 /** CPU per POST: the service's process (with its projectors) and the whole machine (NATS, Postgres, load client). */
 function reportCpu(cpu: CpuShare): void {
   note(`CPU per request: service process ${cpu.processMicros.toFixed(0)} µs, whole machine ${cpu.machineMicros.toFixed(0)} µs (2 cores)`);
+  note(`service event-loop delay meanwhile: p99 ${cpu.loopDelayP99Ms.toFixed(1)} ms, max ${cpu.loopDelayMaxMs.toFixed(1)} ms`);
 }
 
 function expectOnly(outcome: LoadOutcome, status: number, what: string): void {

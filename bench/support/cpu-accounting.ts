@@ -2,17 +2,22 @@ import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
  * Where a benchmark's CPU goes while it measures: this process (the in-process service), and
  * the whole machine (NATS, Postgres and the load client too), each per request. On a 2-core
- * machine the service competes with its own dependencies, so both matter.
+ * machine the service competes with its own dependencies, so both matter. Also how long this
+ * process's event loop was held up, which bounds the latency of whatever arrives meanwhile.
  */
 export interface CpuShare {
   /** CPU time of this process per request, in µs. */
   readonly processMicros: number;
   /** CPU time of every process on the machine per request, in µs (from /proc/stat). */
   readonly machineMicros: number;
+  /** This process's event-loop delay meanwhile, in ms: what a request arriving during a long synchronous stretch waits. */
+  readonly loopDelayP99Ms: number;
+  readonly loopDelayMaxMs: number;
 }
 
 /** Busy jiffies of all CPUs (everything but idle and iowait), in µs; null where /proc/stat is missing. */
@@ -40,11 +45,14 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
   }
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const machineBefore = machineBusyMicros();
   const before = process.cpuUsage();
   const value = await work();
   const used = process.cpuUsage(before);
   const machineAfter = machineBusyMicros();
+  loop.disable();
   if (session && profileDir) {
     const { profile } = await session.post('Profiler.stop');
     session.disconnect();
@@ -57,6 +65,8 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
     cpu: {
       processMicros: (used.user + used.system) / n,
       machineMicros: machineBefore === null || machineAfter === null ? NaN : (machineAfter - machineBefore) / n,
+      loopDelayP99Ms: loop.percentile(99) / 1e6,
+      loopDelayMaxMs: loop.max / 1e6,
     },
   };
 }
