@@ -101,7 +101,12 @@ class Lane {
 /** A batch taken from the buffer and admitted: admission is the CPU-heavy half of a batch. */
 interface AdmittedBatch {
   readonly messages: JsMsg[];
-  readonly verdicts: AdmissionResult[];
+  /** Stream sequence of each message (read once: each read of a JsMsg's goes through getters). */
+  readonly seqs: number[];
+  /** Each message with its verdict, in order: what every projection that needs the whole batch applies. */
+  readonly entries: BatchEntry[];
+  /** Whether the sequences are consecutive, so a projection at seqs[0] - 1 takes `entries` as they are. */
+  readonly consecutive: boolean;
 }
 
 /** A batch taken from the buffer whose admission may still be under way. */
@@ -400,7 +405,7 @@ export class Projector {
           continue;
         }
         try {
-          batch = { messages: taken.messages, verdicts: await taken.admitted };
+          batch = admittedBatch(taken.messages, await taken.admitted);
           admissionFailures = 0;
         } catch (error) {
           // Not a verdict on an event (those are values) but a fault: the batch is handed back.
@@ -466,9 +471,9 @@ export class Projector {
   private async commitBatch(lane: Lane, batch: AdmittedBatch): Promise<void> {
     const { db, logger } = this.options;
     const { projection } = lane;
-    const { messages, verdicts } = batch;
+    const { seqs } = batch;
     // Checkpoints only move forward while a projector runs: a batch this lane committed is done.
-    if (lane.status.lastSeq >= messages[messages.length - 1]!.seq) return;
+    if (lane.status.lastSeq >= seqs[seqs.length - 1]!) return;
     let moved: ReadonlyMap<string, string> = new Map();
     const { lastSeq, parked, writtenAt } = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
@@ -476,13 +481,18 @@ export class Projector {
         throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
       }
       if (checkpoint.writtenAt !== lane.headsAsOf || lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
-      const fresh: BatchEntry[] = [];
+      let fresh: BatchEntry[] = [];
       let expected = checkpoint.lastSeq + 1;
-      for (const [index, message] of messages.entries()) {
-        if (message.seq < expected) continue;
-        if (message.seq > expected) throw new SequenceGapError(expected, message.seq);
-        fresh.push({ result: verdicts[index]!, payload: message.data });
-        expected++;
+      if (batch.consecutive && seqs[0] === expected) {
+        fresh = batch.entries;
+        expected += seqs.length;
+      } else {
+        for (const [index, seq] of seqs.entries()) {
+          if (seq < expected) continue;
+          if (seq > expected) throw new SequenceGapError(expected, seq);
+          fresh.push(batch.entries[index]!);
+          expected++;
+        }
       }
       if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt };
       const parked = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, onHeadsMoved: (heads) => (moved = heads) });
@@ -501,6 +511,12 @@ export class Projector {
     }
     lane.status = { ...lane.status, lastSeq, parked: lane.status.parked + parked.length };
   }
+}
+
+function admittedBatch(messages: JsMsg[], verdicts: readonly AdmissionResult[]): AdmittedBatch {
+  const seqs = messages.map((message) => message.seq);
+  const entries = messages.map((message, index): BatchEntry => ({ result: verdicts[index]!, payload: message.data }));
+  return { messages, seqs, entries, consecutive: seqs.every((seq, index) => seq === seqs[0]! + index) };
 }
 
 /**
