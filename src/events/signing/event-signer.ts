@@ -7,6 +7,7 @@ export class EventSigner {
   readonly publicKey: KeyObject;
 
   private readonly privateKey: KeyObject;
+  private readonly signedListeners: ((signature: string, bytes: Buffer) => void)[] = [];
 
   constructor(privateKey: KeyObject) {
     this.privateKey = privateKey;
@@ -16,6 +17,13 @@ export class EventSigner {
 
   /** Ed25519 (pure, no prehash) signature as unpadded base64url: 86 characters. */
   sign(bytes: Buffer): string {
-    return sign(null, bytes, this.privateKey).toString('base64url');
+    const signature = sign(null, bytes, this.privateKey).toString('base64url');
+    for (const listener of this.signedListeners) listener(signature, bytes);
+    return signature;
+  }
+
+  /** Tells `listener` of every signature made from now on, with the bytes it covers. */
+  onSigned(listener: (signature: string, bytes: Buffer) => void): void {
+    this.signedListeners.push(listener);
   }
 }

@@ -45,6 +45,7 @@ export class EventVerifier implements EventAuthenticityCheck {
    * skips the Ed25519 verification, several times the cost.
    */
   private readonly verified = new Map<string, string>();
+  private verifications = 0;
 
   constructor(keys: readonly KnownPublicKey[], activation: SigningActivationPoint | null) {
     this.keys = new Map(keys.map((k) => [k.keyId, k]));
@@ -57,6 +58,23 @@ export class EventVerifier implements EventAuthenticityCheck {
 
   knows(keyId: string): boolean {
     return this.keys.has(keyId);
+  }
+
+  /** Ed25519 verifications this verifier has run (the checks its cache could not answer). */
+  get ed25519Verifications(): number {
+    return this.verifications;
+  }
+
+  /**
+   * Remembers a signature this process's own signer just made as verified, so its readers
+   * (the run follower, projectors and workers of the same process) check the event with a
+   * digest instead of an Ed25519 verification, which costs several times the append's own
+   * signing. Sound because a key id is derived from its public key (keyIdOf): a verifier that
+   * knows the signer's id holds the very key that verifies the signature. A key it does not
+   * know is not remembered, so such events are refused as before.
+   */
+  rememberSignedHere(keyId: string, signature: string, bytes: Buffer): void {
+    if (this.keys.has(keyId)) this.remember(`${keyId}:${signature}`, hash('sha256', bytes, 'base64'));
   }
 
   check(event: EventEnvelope, subject: string, seq: number): void {
@@ -99,6 +117,7 @@ export class EventVerifier implements EventAuthenticityCheck {
     const digest = hash('sha256', bytes, 'base64');
     let valid = this.verified.get(cacheKey) === digest;
     if (!valid) {
+      this.verifications++;
       try {
         valid = verify(null, bytes, known.publicKey, Buffer.from(signature, 'base64url'));
       } catch {
