@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { streams } from '../../src/event-store/subjects.ts';
-import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
+import { EMPTY_POSITION, type StoredEvent } from '../../src/event-store/event-store.ts';
 import { sealEvent } from '../../src/events/event-hash.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
@@ -75,7 +75,7 @@ describe('signatures made in this process', () => {
 
     it('admits its own appends without Ed25519 verifications, while another process verifies them', async () => {
       const subjectOf = (ws: string) => writer.subjects.forAggregate(streams.workspace(ws));
-      const appended = [];
+      const appended: StoredEvent[] = [];
       for (let i = 0; i < 5; i++) appended.push(...(await writer.store.append(subjectOf(`ws${i}`), [workspaceCreated(`ws${i}`)], EMPTY_POSITION)));
       const head = appended[appended.length - 1]!.seq;
       const read = async (infra: Infrastructure) => {
