@@ -34,6 +34,15 @@ export interface ProjectorOptions {
   readonly logger: Logger;
   readonly batchSize?: number;
   /**
+   * How long the oldest waiting event may wait for others before a batch of fewer than
+   * {@link LINGER_BATCH} is applied (default {@link DEFAULT_LINGER_MS}; 0 applies at once).
+   * Events that trickle in (a few hundred a second from the API) would each cost every
+   * projection a transaction of its own; lingering makes one transaction of several, at the
+   * price of a read model that trails by that much more. Reads that must see a write at once
+   * are answered from the event log or memory, not from the read models.
+   */
+  readonly lingerMs?: number;
+  /**
    * Called after a batch's transactions committed and before its messages are acked. The
    * crash tests use it to stop a projector exactly there; nothing else should need it.
    */
@@ -44,6 +53,11 @@ export interface ProjectorOptions {
    */
   readonly admission?: EventAdmission;
 }
+
+/** See {@link ProjectorOptions.lingerMs}. */
+export const DEFAULT_LINGER_MS = 20;
+/** A batch this large is applied without lingering: a projector catching up never waits. */
+const LINGER_BATCH = 200;
 
 export interface ProjectorStatus {
   readonly name: string;
@@ -139,10 +153,13 @@ const ADMISSION_SLICE = 100;
 export class Projector {
   private messages: ConsumerMessages | undefined;
   private buffer: JsMsg[] = [];
+  /** When the oldest message in `buffer` arrived (performance.now()). */
+  private bufferedSince = 0;
   private wake: (() => void) | undefined;
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly batchSize: number;
+  private readonly lingerMs: number;
   private readonly projections: readonly Projection[];
   /** Projections fed by this projector's consumer. */
   private lanes: readonly Lane[];
@@ -168,6 +185,7 @@ export class Projector {
     this.lanes = projections.map((projection) => new Lane(projection));
     this.admission = options.admission ?? new EventAdmission();
     this.batchSize = options.batchSize ?? 2000;
+    this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
   }
 
   get consumerName(): string {
@@ -228,6 +246,7 @@ export class Projector {
     const messages = await consumer.consume({
       max_messages: this.batchSize * 2,
       callback: (message) => {
+        if (this.buffer.length === 0) this.bufferedSince = performance.now();
         this.buffer.push(message);
         this.wake?.();
       },
@@ -358,8 +377,10 @@ export class Projector {
    * per subject).
    */
   private takeBatch(): PendingBatch | undefined {
-    if (this.buffer.length === 0) return undefined;
+    if (this.buffer.length === 0 || this.lingerLeftMs() > 0) return undefined;
     const messages = this.buffer.splice(0, this.batchSize);
+    // What is left arrived after the batch taken: it lingers from now at the most.
+    this.bufferedSince = performance.now();
     // How far behind the stream's head this batch is: a projector catching up keeps no verdicts for other readers.
     const behindHead = messages[messages.length - 1]!.info.pending;
     const admit = async (): Promise<AdmissionResult[]> => {
@@ -375,6 +396,13 @@ export class Projector {
     // Awaited when the batch's turn comes; a failure then is the batch's failure.
     admitted.catch(() => undefined);
     return { messages, admitted };
+  }
+
+  /** How much longer the buffered messages wait for more before they are a batch (0: now; Infinity: nothing buffered). */
+  private lingerLeftMs(): number {
+    if (this.buffer.length === 0) return Infinity;
+    if (!this.running || this.buffer.length >= Math.min(LINGER_BATCH, this.batchSize)) return 0;
+    return Math.max(0, this.bufferedSince + this.lingerMs - performance.now());
   }
 
   private async run(): Promise<void> {
@@ -400,7 +428,13 @@ export class Projector {
         next = undefined;
         if (!taken) {
           if (!this.running) break;
-          await new Promise<void>((resolve) => (this.wake = resolve));
+          const lingerLeft = this.lingerLeftMs();
+          let timer: NodeJS.Timeout | undefined;
+          await new Promise<void>((resolve) => {
+            this.wake = resolve;
+            if (lingerLeft !== Infinity) timer = setTimeout(resolve, lingerLeft);
+          });
+          clearTimeout(timer);
           this.wake = undefined;
           continue;
         }

@@ -67,7 +67,7 @@ describe('one projector for several projections: one consumer, one admission, a 
     await dropIsolated(config);
   });
 
-  const projectorOf = (source: Infrastructure, projections: readonly Projection[], afterCommit?: (seq: number) => Promise<void> | void) =>
+  const projectorOf = (source: Infrastructure, projections: readonly Projection[], afterCommit?: (seq: number) => Promise<void> | void, lingerMs?: number) =>
     new Projector({
       db: source.database.db,
       js: source.js,
@@ -79,6 +79,7 @@ describe('one projector for several projections: one consumer, one admission, a 
       logger: createLogger('silent'),
       batchSize: 25,
       afterCommit,
+      ...(lingerMs !== undefined ? { lingerMs } : {}),
     });
 
   const appendEvents = async (count: number, aggregates = 10): Promise<void> => {
@@ -127,6 +128,29 @@ describe('one projector for several projections: one consumer, one admission, a 
       const consumers: string[] = [];
       for await (const info of await infra.jsm.consumers.list(config.eventStream)) consumers.push(info.name);
       expect(consumers.filter((name) => name.startsWith('projector'))).to.deep.equal([projector.consumerName]);
+    } finally {
+      await projector.stop();
+    }
+  });
+
+  it('given events trickling in one at a time, applies several in each transaction (lingering), each exactly once', async () => {
+    const trickled = counterProjection('lingered');
+    const projector = projectorOf(infra, [trickled], undefined, 200);
+    await projector.start();
+    try {
+      await reachedHead(['lingered']);
+      const callsBefore = trickled.calls;
+      const appender = new ChainedAppender(infra);
+      const started = performance.now();
+      for (let i = 0; i < 20; i++) {
+        await appender.append(appender.workspaceSubject(`trickle-${i}`), workspaceCreated(`trickle-${i}`));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      const trickleMs = performance.now() - started;
+      const head = await reachedHead(['lingered']);
+      await expectEachOnce('lingered', head);
+      // Applied one by one, 20 events make 20 transactions; lingering 200 ms makes one per 200 ms of trickle (and one for the tail).
+      expect(trickled.calls - callsBefore).to.be.at.most(Math.ceil(trickleMs / 200) + 2);
     } finally {
       await projector.stop();
     }
