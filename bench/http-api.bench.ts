@@ -39,10 +39,11 @@ import { ServiceMetrics } from '../src/metrics/service-metrics.ts';
  * BENCH_SECTIONS=3,4 runs only those sections (the runs they read are still created, untimed).
  */
 
-const OPEN_LOOP_POSTS = 1_000;
+const OPEN_LOOP_POSTS = 2_000;
 const OPEN_LOOP_RATE = 500;
 const CLOSED_LOOP_POSTS = 1_000;
-const WARM_POSTS = 50;
+/** The service's untimed warm-up, as long as the bare route's (a run of the open loop): V8 optimises both before either is timed. */
+const WARM_POSTS = 1_000;
 const GET_SECONDS = 3;
 /** Rounds of baseline-then-service for the GET comparisons: the machine is shared, one round can land in another's burst. */
 const GET_ROUNDS = 3;
@@ -152,7 +153,10 @@ async function withCpu(load: () => Promise<LoadOutcome>): Promise<Measured> {
 
 /** CPU per POST: the service's process (with its projectors) and the whole machine (NATS, Postgres, load client). */
 function reportCpu(cpu: CpuShare): void {
-  note(`CPU per request: service process ${cpu.processMicros.toFixed(0)} µs, whole machine ${cpu.machineMicros.toFixed(0)} µs (2 cores)`);
+  note(
+    `CPU per request: service process ${cpu.processMicros.toFixed(0)} µs, nats-server ${cpu.natsMicros.toFixed(0)} µs, ` +
+      `postgres ${cpu.postgresMicros.toFixed(0)} µs, whole machine ${cpu.machineMicros.toFixed(0)} µs (2 cores)`,
+  );
   note(`service event-loop delay meanwhile: p99 ${cpu.loopDelayP99Ms.toFixed(1)} ms, max ${cpu.loopDelayMaxMs.toFixed(1)} ms`);
 }
 
@@ -190,7 +194,7 @@ export async function run(): Promise<void> {
 
     const post = (url: string, accounts: readonly string[], extra: Partial<LoadPlan>): Promise<LoadOutcome> =>
       externalLoad({ url, method: 'POST', headers, paths: ['/api/v1/runs'], bodies: createBodies(accounts), connections: 64, ...extra });
-    expectOnly(await post(targets.service, warmAccounts, { amount: WARM_POSTS, connections: 8 }), 202, 'warm-up POST');
+    expectOnly(await post(targets.service, warmAccounts, { amount: WARM_POSTS, overallRate: OPEN_LOOP_RATE }), 202, 'warm-up POST');
 
     // ---- 1. POST, open loop
     if (wanted('1')) {

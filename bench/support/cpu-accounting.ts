@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -15,6 +15,12 @@ export interface CpuShare {
   readonly processMicros: number;
   /** CPU time of every process on the machine per request, in µs (from /proc/stat). */
   readonly machineMicros: number;
+  /**
+   * CPU time of the machine's nats-server and postgres processes per request, in µs (NaN where
+   * /proc is missing, or where such a process ended meanwhile and took its count with it).
+   */
+  readonly natsMicros: number;
+  readonly postgresMicros: number;
   /** This process's event-loop delay meanwhile, in ms: what a request arriving during a long synchronous stretch waits. */
   readonly loopDelayP99Ms: number;
   readonly loopDelayMaxMs: number;
@@ -27,6 +33,29 @@ function machineBusyMicros(): number | null {
     const [user, nice, system, , , irq, softirq, steal] = fields;
     // USER_HZ is 100 on every Linux this runs on.
     return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1_000_000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) of every process whose command name is `comm`, in µs; null without /proc. */
+function processesBusyMicros(comm: string): number | null {
+  try {
+    let total = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const close = stat.lastIndexOf(')');
+        if (stat.slice(stat.indexOf('(') + 1, close) !== comm) continue;
+        const fields = stat.slice(close + 2).split(' ');
+        // utime and stime are fields 14 and 15 of /proc/PID/stat; fields[0] here is field 3.
+        total += ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+      } catch {
+        // The process ended meanwhile.
+      }
+    }
+    return total;
   } catch {
     return null;
   }
@@ -48,10 +77,14 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const machineBefore = machineBusyMicros();
+  const natsBefore = processesBusyMicros('nats-server');
+  const postgresBefore = processesBusyMicros('postgres');
   const before = process.cpuUsage();
   const value = await work();
   const used = process.cpuUsage(before);
   const machineAfter = machineBusyMicros();
+  const natsAfter = processesBusyMicros('nats-server');
+  const postgresAfter = processesBusyMicros('postgres');
   loop.disable();
   if (session && profileDir) {
     const { profile } = await session.post('Profiler.stop');
@@ -65,6 +98,8 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
     cpu: {
       processMicros: (used.user + used.system) / n,
       machineMicros: machineBefore === null || machineAfter === null ? NaN : (machineAfter - machineBefore) / n,
+      natsMicros: natsBefore === null || natsAfter === null || natsAfter < natsBefore ? NaN : (natsAfter - natsBefore) / n,
+      postgresMicros: postgresBefore === null || postgresAfter === null || postgresAfter < postgresBefore ? NaN : (postgresAfter - postgresBefore) / n,
       loopDelayP99Ms: loop.percentile(99) / 1e6,
       loopDelayMaxMs: loop.max / 1e6,
     },

@@ -80,6 +80,7 @@ async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome>
   const agent = new Agent({ keepAlive: true, maxSockets: plan.connections, maxFreeSockets: plan.connections });
   const target = new URL(plan.url);
   const latencies: number[] = [];
+  const timeline: [number, number][] = [];
   const statuses: Record<string, number> = {};
   let errors = 0;
   let timeouts = 0;
@@ -107,6 +108,7 @@ async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome>
         res.resume();
         res.once('end', () => {
           latencies.push(performance.now() - due);
+          if (process.env.LOAD_TRACE) timeline.push([Math.round(due - started), Math.round(performance.now() - due)]);
           statuses[res.statusCode ?? 0] = (statuses[res.statusCode ?? 0] ?? 0) + 1;
           settle();
         });
@@ -124,6 +126,7 @@ async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome>
     });
     req.end(body);
   };
+  await warmConnections(agent, target, plan.connections);
   const interval = 1000 / rate;
   const started = performance.now();
   let next = 0;
@@ -139,6 +142,7 @@ async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome>
   await allDone;
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
+  if (process.env.LOAD_TRACE) process.stderr.write(`slowest (due ms, latency ms): ${JSON.stringify(timeline.sort((a, b) => b[1] - a[1]).slice(0, 40))}\n`);
   latencies.sort((a, b) => a - b);
   const at = (p: number) => round2(latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] ?? NaN);
   return {
@@ -156,6 +160,32 @@ async function driveOpenLoop(plan: LoadPlan, rate: number): Promise<LoadOutcome>
 }
 
 const round2 = (value: number) => Math.round(value * 100) / 100;
+
+/**
+ * Opens the pool's sockets and runs the client's own request path a few times before the
+ * clock starts (wrk2 calibrates for the same reason): a cold client in a freshly started
+ * process, connecting dozens of sockets on a busy 2-core machine, otherwise shows its own
+ * start as the server's latency. GET /healthz changes nothing on either server; its status
+ * does not matter.
+ */
+async function warmConnections(agent: Agent, target: URL, connections: number): Promise<void> {
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(
+      Array.from(
+        { length: connections },
+        () =>
+          new Promise<void>((resolve) => {
+            const req = request({ agent, host: target.hostname, port: target.port, method: 'GET', path: '/healthz' }, (res) => {
+              res.resume();
+              res.once('end', resolve);
+            });
+            req.once('error', () => resolve());
+            req.end();
+          }),
+      ),
+    );
+  }
+}
 
 async function driveClosedLoop(plan: LoadPlan): Promise<LoadOutcome> {
   let next = 0;
