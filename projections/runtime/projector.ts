@@ -38,8 +38,9 @@ export interface ProjectorOptions {
    * {@link LINGER_BATCH} is applied (default {@link DEFAULT_LINGER_MS}; 0 applies at once).
    * Events that trickle in (a few hundred a second from the API) would each cost every
    * projection a transaction of its own; lingering makes one transaction of several, at the
-   * price of a read model that trails by that much more. Reads that must see a write at once
-   * are answered from the event log or memory, not from the read models.
+   * price of a read model that trails by that much more. Reads that must see a write either
+   * wait for the read model to reach it (src/runtime/read-barrier.ts) or are answered from
+   * memory (a run right after its 202), so they stay correct and wait at most that much longer.
    */
   readonly lingerMs?: number;
   /**
