@@ -240,13 +240,14 @@ describe('safe-apply: approvals', function () {
       }
       const outcomes = await Promise.all(actions.map((a) => Promise.all([approve(a.id), reject(a.id, { reason: 'racing' })])));
       for (const [index, [approved, rejected]] of outcomes.entries()) {
-        const final = await approvalOf(svc, tenant.keys.read, account, actions[index].id);
+        const actionId: string = actions[index]!.id;
+        const final = await approvalOf(svc, tenant.keys.read, account, actionId);
         if (approved!.status === 200 && rejected!.status === 200) {
           // Not two winners of one race: the apply worker returned the approved action to the queue
           // (an earlier action had changed the target), and the rejection came after that.
-          const history = await api(svc, 'GET', `/api/v1/accounts/${account}/history?run_id=${actions[index].id}&limit=500`, { key: tenant.keys.read });
+          const history = await api(svc, 'GET', `/api/v1/accounts/${account}/history?run_id=${actionId}&limit=500`, { key: tenant.keys.read });
           const lifecycle = history.body.data
-            .filter((e: any) => e.aggregate.id === actions[index].id && ['ActionApproved', 'ActionReturnedToQueue', 'ActionRejected'].includes(e.type))
+            .filter((e: any) => e.aggregate.id === actionId && ['ActionApproved', 'ActionReturnedToQueue', 'ActionRejected'].includes(e.type))
             .map((e: any) => e.type);
           expect(lifecycle, `action ${index}`).to.deep.equal(['ActionApproved', 'ActionReturnedToQueue', 'ActionRejected']);
           expect(final.status).to.equal('rejected');
