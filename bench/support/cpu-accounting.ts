@@ -38,27 +38,37 @@ function machineBusyMicros(): number | null {
   }
 }
 
-/** CPU time (user + system) of every process whose command name is `comm`, in µs; null without /proc. */
-function processesBusyMicros(comm: string): number | null {
+/** The machine's backing services, by the command name /proc gives their processes. */
+const SERVICES = ['nats-server', 'postgres'] as const;
+type ServiceTimes = Record<(typeof SERVICES)[number], number>;
+
+/** CPU time (user + system) of each service's processes, in µs, from one walk of /proc; null without /proc. */
+function servicesBusyMicros(): ServiceTimes | null {
   try {
-    let total = 0;
+    const totals: ServiceTimes = { 'nats-server': 0, postgres: 0 };
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         const close = stat.lastIndexOf(')');
-        if (stat.slice(stat.indexOf('(') + 1, close) !== comm) continue;
+        const comm = stat.slice(stat.indexOf('(') + 1, close);
+        if (!(SERVICES as readonly string[]).includes(comm)) continue;
         const fields = stat.slice(close + 2).split(' ');
         // utime and stime are fields 14 and 15 of /proc/PID/stat; fields[0] here is field 3.
-        total += ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+        totals[comm as keyof ServiceTimes] += ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
       } catch {
         // The process ended meanwhile.
       }
     }
-    return total;
+    return totals;
   } catch {
     return null;
   }
+}
+
+/** Per request, or NaN where /proc is missing or a process ended meanwhile and took its count with it. */
+function perRequest(before: number | undefined, after: number | undefined, n: number): number {
+  return before === undefined || after === undefined || after < before ? NaN : (after - before) / n;
 }
 
 /**
@@ -77,14 +87,12 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const machineBefore = machineBusyMicros();
-  const natsBefore = processesBusyMicros('nats-server');
-  const postgresBefore = processesBusyMicros('postgres');
+  const servicesBefore = servicesBusyMicros();
   const before = process.cpuUsage();
   const value = await work();
   const used = process.cpuUsage(before);
   const machineAfter = machineBusyMicros();
-  const natsAfter = processesBusyMicros('nats-server');
-  const postgresAfter = processesBusyMicros('postgres');
+  const servicesAfter = servicesBusyMicros();
   loop.disable();
   if (session && profileDir) {
     const { profile } = await session.post('Profiler.stop');
@@ -98,8 +106,8 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
     cpu: {
       processMicros: (used.user + used.system) / n,
       machineMicros: machineBefore === null || machineAfter === null ? NaN : (machineAfter - machineBefore) / n,
-      natsMicros: natsBefore === null || natsAfter === null || natsAfter < natsBefore ? NaN : (natsAfter - natsBefore) / n,
-      postgresMicros: postgresBefore === null || postgresAfter === null || postgresAfter < postgresBefore ? NaN : (postgresAfter - postgresBefore) / n,
+      natsMicros: perRequest(servicesBefore?.['nats-server'], servicesAfter?.['nats-server'], n),
+      postgresMicros: perRequest(servicesBefore?.postgres, servicesAfter?.postgres, n),
       loopDelayP99Ms: loop.percentile(99) / 1e6,
       loopDelayMaxMs: loop.max / 1e6,
     },

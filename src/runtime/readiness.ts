@@ -39,10 +39,8 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
     checks.push({
       name: 'read models',
       check: async () => {
-        const missing: string[] = [];
-        for (const projection of PROJECTIONS) {
-          if (!(await readCheckpoint(infrastructure.database.db, projection.name))) missing.push(projection.name);
-        }
+        const checkpoints = await Promise.all(PROJECTIONS.map((projection) => readCheckpoint(infrastructure.database.db, projection.name)));
+        const missing = PROJECTIONS.filter((_, index) => checkpoints[index] === null).map((projection) => projection.name);
         return missing.length === 0
           ? { ok: true }
           : { ok: false, detail: `not built yet: ${missing.join(', ')} (no process with the projectors role has run on this database)` };
