@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { v4 as uuidv4 } from 'uuid';
 import { newEvent, type EventAddress } from '../commands/shared/new-event.ts';
@@ -231,16 +231,26 @@ const thisProcess: CpuClocks = {
   of: 'this process (every role, and the bench watcher)',
 };
 
-/** Utime + stime of a /proc stat file, in ms (clock ticks of 10 ms). */
-async function procStatCpu(path: string): Promise<number> {
+/**
+ * CPU time a task has run, in ms, from its /proc schedstat (nanoseconds): /proc stat's utime
+ * and stime count 10 ms clock ticks, too coarse for a run that costs a few milliseconds.
+ */
+async function schedstatCpu(path: string): Promise<number> {
   const stat = await readFile(path, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return Number(stat.slice(0, stat.indexOf(' '))) / 1e6;
 }
 
-/** Another process's CPU time from /proc: all its threads, and its main thread (the task whose id is the pid). */
+/** Another process's CPU time from /proc: all its threads (each task's schedstat), and its main thread (the task whose id is the pid). */
 function otherProcess(pid: number, of: string): CpuClocks {
-  return { process: () => procStatCpu(`/proc/${pid}/stat`), mainThread: () => procStatCpu(`/proc/${pid}/task/${pid}/stat`), of };
+  return {
+    process: async () => {
+      const tasks = await readdir(`/proc/${pid}/task`);
+      const times = await Promise.all(tasks.map((task) => schedstatCpu(`/proc/${pid}/task/${task}/schedstat`).catch(() => 0)));
+      return times.reduce((a, b) => a + b, 0);
+    },
+    mainThread: () => schedstatCpu(`/proc/${pid}/task/${pid}/schedstat`),
+    of,
+  };
 }
 
 /** Resolves once every projector of the in-process service has applied the stream up to its head, so a run's projection work is not billed to the next run. */
@@ -583,7 +593,7 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
   // the process doing the runs spends per tool call, against what this process spends per append.
   const meanOf = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const cpuPerCall = (meanOf(runs.cpu.tools) - meanOf(runs.cpu.none)) / TOOL_CALLS;
-  note(`CPU time of ${runs.cpuOf} per run (mean): with tools ${meanOf(runs.cpu.tools).toFixed(1)} ms, without ${meanOf(runs.cpu.none).toFixed(1)} ms; /proc and process.cpuUsage, 10 ms ticks for another process`);
+  note(`CPU time of ${runs.cpuOf} per run (mean): with tools ${meanOf(runs.cpu.tools).toFixed(1)} ms, without ${meanOf(runs.cpu.none).toFixed(1)} ms; /proc schedstat (ns) for another process, process.cpuUsage for this one`);
   compare({ name: `CPU per tool call ((mean diff)/${TOOL_CALLS})`, value: cpuPerCall, unit: 'ms', baselineName: 'CPU per store.append', baselineValue: components.appendCpu });
   figure('  CPU per model turn (client side)', components.modelTurnCpu, 'ms', 'measured alone, same conversations');
   figure(`  CPU per ${READ_TOOL} (platform call)`, components.toolCpu, 'ms', 'measured alone');

@@ -16,6 +16,7 @@ import { sealEvent } from '../src/events/event-hash.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../src/events/envelope.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
+import { accountCpu } from './support/cpu-accounting.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
 import {
   compare,
@@ -219,21 +220,23 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       const reached = new Map<string, number>();
       const cpuBefore = cpuMs();
       const started = now();
-      try {
-        await projector.start();
-        while (reached.size < PROJECTIONS.length) {
-          for (const status of projector.statuses()) {
-            if (reached.has(status.name)) continue;
-            const checkpoint = await readCheckpoint(db, status.name);
-            if (checkpoint && checkpoint.lastSeq >= head) reached.set(status.name, now() - started);
-            else if (status.stalled) note(`(projection ${status.name} stalled, retrying: ${status.lastError})`);
+      const { cpu } = await accountCpu('projectors-from-zero', async () => {
+        try {
+          await projector.start();
+          while (reached.size < PROJECTIONS.length) {
+            for (const status of projector.statuses()) {
+              if (reached.has(status.name)) continue;
+              const checkpoint = await readCheckpoint(db, status.name);
+              if (checkpoint && checkpoint.lastSeq >= head) reached.set(status.name, now() - started);
+              else if (status.stalled) note(`(projection ${status.name} stalled, retrying: ${status.lastError})`);
+            }
+            if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projectors did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
+            if (reached.size < PROJECTIONS.length) await sleep(20);
           }
-          if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projectors did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
-          if (reached.size < PROJECTIONS.length) await sleep(20);
+        } finally {
+          await projector.stop();
         }
-      } finally {
-        await projector.stop();
-      }
+      }, () => head);
       // Until the last projection reached the head, plus stop(): the wait loop's own reads are in it too.
       const projectorCpuMs = cpuMs() - cpuBefore;
       const allMs = Math.max(...reached.values());
@@ -249,6 +252,10 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         baselineValue: (baseline.cpuMs * 1000) / baseline.count,
         ratioNote: '(projector/read; Postgres and NATS not counted)',
       });
+      note(
+        `CPU per event while the projectors ran: this process ${cpu.processMicros.toFixed(1)} µs, nats-server ${cpu.natsMicros.toFixed(1)} µs, ` +
+          `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (2 cores)`,
+      );
       await checkRunsTable(infra, 'after projectors');
       if (!includeRebuild) return;
 

@@ -42,6 +42,8 @@ import { ServiceMetrics } from '../src/metrics/service-metrics.ts';
 const OPEN_LOOP_POSTS = 2_000;
 const OPEN_LOOP_RATE = 500;
 const CLOSED_LOOP_POSTS = 1_000;
+/** Rounds of bare-then-service for the closed loop, each side's best kept: a single pair can land one side in a neighbour's burst. */
+const CLOSED_LOOP_ROUNDS = 3;
 /** The service's untimed warm-up, as long as the bare route's (a run of the open loop): V8 optimises both before either is timed. */
 const WARM_POSTS = 1_000;
 const GET_SECONDS = 3;
@@ -179,12 +181,15 @@ export async function run(): Promise<void> {
     const infra = svc.service.infrastructure;
     const ws = (await createWorkspace(infra, 'bench http')).value.id;
     const key = (await issueKey(infra, ws, 'write', 'bench')).value.key;
-    const needed = OPEN_LOOP_POSTS + CLOSED_LOOP_POSTS + WARM_POSTS;
+    const needed = OPEN_LOOP_POSTS + CLOSED_LOOP_POSTS * CLOSED_LOOP_ROUNDS + WARM_POSTS;
     const setup = await timed(() => inPool(Array.from({ length: needed }, (_, i) => i), 16, async (i) => (await createAccount(infra, ws, `bench ${i}`, 'none')).value.id));
     figure('setup: createAccount (none), 16 at once', setup.ms / 1000, 's', `(${setup.value.length} accounts, not a result)`);
     const warmAccounts = setup.value.slice(0, WARM_POSTS);
     const openLoopAccounts = setup.value.slice(WARM_POSTS, WARM_POSTS + OPEN_LOOP_POSTS);
-    const closedLoopAccounts = setup.value.slice(WARM_POSTS + OPEN_LOOP_POSTS);
+    // Each closed-loop round creates its runs on accounts of its own: every POST finds its account idle.
+    const closedLoopAccounts = Array.from({ length: CLOSED_LOOP_ROUNDS }, (_, round) =>
+      setup.value.slice(WARM_POSTS + OPEN_LOOP_POSTS + round * CLOSED_LOOP_POSTS, WARM_POSTS + OPEN_LOOP_POSTS + (round + 1) * CLOSED_LOOP_POSTS),
+    );
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
     let getBody = '{}';
@@ -217,14 +222,28 @@ export async function run(): Promise<void> {
 
     // ---- 2. POST, closed loop (throughput)
     if (wanted('2')) {
-      section(`2. POST /api/v1/runs, closed loop: ${CLOSED_LOOP_POSTS} requests, 32 connections, one per idle account, vs a bare koa POST route`);
-      const bareClosed = await post(targets.bare, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 });
-      const { value: serviceClosed, cpu } = await accountCpu('post-closed-loop', () => post(targets.service, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }), (o) => o.requests);
-      expectOnly(serviceClosed, 202, 'closed-loop POST');
-      reportLoad('POST /runs', serviceClosed, 'bare koa POST', bareClosed);
-      reportCpu(cpu);
+      section(
+        `2. POST /api/v1/runs, closed loop: ${CLOSED_LOOP_ROUNDS} alternating rounds of ${CLOSED_LOOP_POSTS} requests, 32 connections, ` +
+          `one per idle account, vs a bare koa POST route`,
+      );
+      const bareRounds: LoadOutcome[] = [];
+      const serviceRounds: { outcome: LoadOutcome; cpu: CpuShare }[] = [];
+      for (const [round, accounts] of closedLoopAccounts.entries()) {
+        bareRounds.push(await post(targets.bare, accounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }));
+        const { value, cpu } = await accountCpu(`post-closed-loop-${round + 1}`, () => post(targets.service, accounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }), (o) => o.requests);
+        expectOnly(value, 202, 'closed-loop POST');
+        serviceRounds.push({ outcome: value, cpu });
+      }
+      const bestBare = bareRounds.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+      const bestService = serviceRounds.reduce((a, b) => (b.outcome.throughput > a.outcome.throughput ? b : a));
+      reportLoad('POST /runs', bestService.outcome, 'bare koa POST', bestBare);
+      note(
+        `best of ${CLOSED_LOOP_ROUNDS} alternating rounds each; per-round throughput ratios: ` +
+          serviceRounds.map(({ outcome }, i) => (outcome.throughput / bareRounds[i]!.throughput).toFixed(2)).join(', '),
+      );
+      reportCpu(bestService.cpu);
     } else {
-      expectOnly(await post(targets.service, closedLoopAccounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }), 202, 'setup POST');
+      for (const accounts of closedLoopAccounts) expectOnly(await post(targets.service, accounts, { amount: CLOSED_LOOP_POSTS, connections: 32 }), 202, 'setup POST');
     }
 
     // Run ids come from the read model (the load client does not keep bodies).
