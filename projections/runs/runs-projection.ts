@@ -12,8 +12,9 @@ export const RUNS_PROJECTION = 'runs';
 export const runsProjection: Projection = {
   name: RUNS_PROJECTION,
   // 5: canceled runs (and runs failed before starting) have a duration_ms.
-  version: 5,
-  tables: ['run_actions', 'runs'],
+  // 6: runs by workspace and time (the run quota's count), and each workspace's tokens per UTC day.
+  version: 6,
+  tables: ['workspace_token_usage', 'run_actions', 'runs'],
 
   async createTables(db: Kysely<any>) {
     await db.schema
@@ -42,6 +43,15 @@ export const runsProjection: Projection = {
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('runs_account').on('runs').columns(['account_id', 'created_at']).execute();
+    await db.schema.createIndex('runs_workspace').on('runs').columns(['workspace_id', 'created_at']).execute();
+    // The token quota's figure: one row per workspace and day, instead of a sum over the day's runs per request.
+    await db.schema
+      .createTable('workspace_token_usage')
+      .addColumn('workspace_id', 'text', (c) => c.notNull())
+      .addColumn('day', 'date', (c) => c.notNull())
+      .addColumn('tokens', 'bigint', (c) => c.notNull())
+      .addPrimaryKeyConstraint('workspace_token_usage_pk', ['workspace_id', 'day'])
+      .execute();
     await db.schema
       .createTable('run_actions')
       .addColumn('id', 'text', (c) => c.primaryKey())
@@ -74,9 +84,12 @@ export const runsProjection: Projection = {
       const found = await trx.selectFrom('runs').selectAll().where(sql<boolean>`id = any(${stored}::text[])`).execute();
       for (const row of found) rows.set(row.id, toRunRecord(row));
     }
+    const endedBefore = new Set([...rows.values()].filter((row) => row.finished_at !== null).map((row) => row.id));
     const { changed, actions } = foldRunEvents(rows, events);
     if (changed.size > 0) await upsertRuns(trx, [...changed].map((id) => rows.get(id)!));
     if (actions.length > 0) await insertRunActions(trx, actions);
+    const usage = tokensByWorkspaceDay([...changed].map((id) => rows.get(id)!).filter((row) => !endedBefore.has(row.id)));
+    if (usage.length > 0) await addTokenUsage(trx, usage);
   },
 };
 
@@ -107,6 +120,35 @@ async function upsertRuns(trx: Transaction<Database>, records: readonly RunRecor
       finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, result_text = excluded.result_text,
       truncated = excluded.truncated, usage = excluded.usage, error = excluded.error, tool_calls = excluded.tool_calls,
       tool_call_count = excluded.tool_call_count, last_seq = excluded.last_seq
+  `.execute(trx);
+}
+
+interface TokenUsage {
+  readonly workspace_id: string;
+  /** UTC day the runs ended, YYYY-MM-DD. */
+  readonly day: string;
+  readonly tokens: number;
+}
+
+/** The tokens of runs that ended in this batch, per workspace and UTC day of their end (what the token quota counts). */
+function tokensByWorkspaceDay(runs: readonly RunRecord[]): TokenUsage[] {
+  const sums = new Map<string, TokenUsage>();
+  for (const run of runs) {
+    if (run.finished_at === null) continue;
+    const tokens = run.usage.input_tokens + run.usage.output_tokens;
+    if (tokens <= 0) continue;
+    const day = new Date(run.finished_at).toISOString().slice(0, 10);
+    const key = `${run.workspace_id}\n${day}`;
+    sums.set(key, { workspace_id: run.workspace_id, day, tokens: (sums.get(key)?.tokens ?? 0) + tokens });
+  }
+  return [...sums.values()];
+}
+
+async function addTokenUsage(trx: Transaction<Database>, usage: readonly TokenUsage[]): Promise<void> {
+  await sql`
+    insert into workspace_token_usage (workspace_id, day, tokens)
+    select workspace_id, day, tokens from json_to_recordset(${JSON.stringify(usage)}::json) as u(workspace_id text, day date, tokens bigint)
+    on conflict (workspace_id, day) do update set tokens = workspace_token_usage.tokens + excluded.tokens
   `.execute(trx);
 }
 

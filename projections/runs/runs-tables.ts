@@ -18,3 +18,12 @@ export interface RunsTable extends Omit<RunRecord, 'agent' | 'created_at' | 'sta
 export interface RunActionsTable extends Omit<RunActionRecord, 'policy_reasons'> {
   policy_reasons: JSONColumnType<string[], string, string>;
 }
+
+/** Model tokens of the runs of a workspace that ended on a UTC day (the token quota's figure). */
+export interface WorkspaceTokenUsageTable {
+  workspace_id: string;
+  /** The UTC day, written and compared as YYYY-MM-DD. */
+  day: ColumnType<Date, string, string>;
+  /** bigint: pg returns it as a string. */
+  tokens: ColumnType<string, number, number>;
+}

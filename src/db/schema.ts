@@ -1,7 +1,7 @@
 import type { ColumnType, JSONColumnType } from 'kysely';
 import type { AccountsTable, ApiKeysTable, WorkspacesTable } from '../../projections/identity/identity-tables.ts';
 import type { ApprovalsTable } from '../../projections/approvals/approvals-tables.ts';
-import type { RunActionsTable, RunsTable } from '../../projections/runs/runs-tables.ts';
+import type { RunActionsTable, RunsTable, WorkspaceTokenUsageTable } from '../../projections/runs/runs-tables.ts';
 import type {
   SandboxAccountsTable,
   SandboxAdGroupsTable,
@@ -64,6 +64,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   runs: RunsTable;
   run_actions: RunActionsTable;
+  workspace_token_usage: WorkspaceTokenUsageTable;
   approvals: ApprovalsTable;
   sandbox_accounts: SandboxAccountsTable;
   sandbox_portfolios: SandboxPortfoliosTable;

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { RUNS_PROJECTION } from '../../projections/runs/runs-projection.ts';
+import { waitForProjection } from '../../projections/runtime/projector.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { API_TEST_ROLES, call, countBy, expectProblem, freshAccount, type ApiResult } from '../api/support/api-call.ts';
@@ -61,6 +63,16 @@ describe('workspace quotas at POST /api/v1/runs', function () {
       expect((await post(fresh, {}, busy)).status).to.equal(202);
       for (let i = 0; i < 5; i++) expectProblem(await post(fresh, {}, busy), 409, 'run-in-progress');
       for (let i = 1; i < RUNS_PER_HOUR; i++) expect((await post(fresh)).status, `run ${i + 1}`).to.equal(202);
+      expectProblem(await post(fresh), 429, 'quota-exceeded');
+    });
+
+    it('counts a run it let through once, before and after the read model holds it', async () => {
+      const fresh = await svc.tenant('quota-projected');
+      for (let i = 1; i < RUNS_PER_HOUR; i++) expect((await post(fresh)).status, `run ${i}`).to.equal(202);
+      // The read model holds them now: they are counted there, and no longer as this process's own.
+      const { store, database } = svc.service.infrastructure;
+      expect(await waitForProjection(database.db, RUNS_PROJECTION, await store.lastSequence())).to.equal(true);
+      expect((await post(fresh)).status, 'the last run of the quota').to.equal(202);
       expectProblem(await post(fresh), 429, 'quota-exceeded');
     });
 

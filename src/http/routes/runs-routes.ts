@@ -183,7 +183,6 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
       {
         runsPerHour: api.config.workspaceRunsPerHour,
         modelTokensPerDay: api.config.workspaceModelTokensPerDay,
-        runTimeoutMs: api.config.runTimeoutMs,
       },
     );
 
@@ -211,7 +210,7 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
         keyId: principal.keyId,
         scope: principal.scope,
         meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: runId },
-      }));
+      }), (queued) => queued.appended.at(-1)?.seq);
       api.logger.info({ run_id: runId, project_id: body.project_id, request_id: requestId }, 'run queued');
       return creationResponse(runId);
     };
