@@ -176,7 +176,7 @@ export async function run(): Promise<void> {
   // The memory section starts its own service processes: alone, it needs none of the set-up below.
   if (only.length > 0 && only.every((id) => id === '6')) return measureMemory();
   // BENCH_QUOTAS=1: the POSTs go through the workspace quotas (runs per hour high enough never to refuse, tokens at the default) instead of none.
-  const quotas = process.env.BENCH_QUOTAS === '1' ? { WORKSPACE_RUNS_PER_HOUR: '1000000', WORKSPACE_MODEL_TOKENS_PER_DAY: '5000000' } : {};
+  const quotas: Record<string, string> = process.env.BENCH_QUOTAS === '1' ? { WORKSPACE_RUNS_PER_HOUR: '1000000', WORKSPACE_MODEL_TOKENS_PER_DAY: '5000000' } : {};
   const svc = await startBenchService('httpapi', { ROLES: 'http,projectors', ...quotas });
   let bare: BareApp | undefined;
   try {

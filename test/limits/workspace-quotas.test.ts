@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { RUNS_PROJECTION } from '../../projections/runs/runs-projection.ts';
 import { waitForProjection } from '../../projections/runtime/projector.ts';
+import { USAGE_READ_TTL_MS } from '../../src/http/quota/workspace-quotas.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { API_TEST_ROLES, call, countBy, expectProblem, freshAccount, type ApiResult } from '../api/support/api-call.ts';
@@ -72,6 +73,8 @@ describe('workspace quotas at POST /api/v1/runs', function () {
       // The read model holds them now: they are counted there, and no longer as this process's own.
       const { store, database } = svc.service.infrastructure;
       expect(await waitForProjection(database.db, RUNS_PROJECTION, await store.lastSequence())).to.equal(true);
+      // Past the time a usage read serves later requests: the next one reads the read model again.
+      await new Promise((resolve) => setTimeout(resolve, USAGE_READ_TTL_MS + 200));
       expect((await post(fresh)).status, 'the last run of the quota').to.equal(202);
       expectProblem(await post(fresh), 429, 'quota-exceeded');
     });

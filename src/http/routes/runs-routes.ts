@@ -199,6 +199,8 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
       // live fold must count, so wait for the projection to hold it (only while it may not).
       const endAhead = api.config.workspaceModelTokensPerDay > 0 ? api.liveRuns?.endAhead(principal.workspaceId) : undefined;
       if (endAhead !== undefined && (await api.barrier.reach(RUNS_PROJECTION, endAhead))) api.liveRuns?.settled(principal.workspaceId, endAhead);
+      // Having waited for the read model to hold a run's end, the quota must read it, not an earlier read.
+      const fresh = endAhead !== undefined;
       // Only a run that is actually queued spends quota: replays and refusals never reach here.
       await quotas.admit(principal.workspaceId, runId, () => api.commands.handle(accountDecider, {
         type: 'StartRun',
@@ -210,7 +212,7 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
         keyId: principal.keyId,
         scope: principal.scope,
         meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: runId },
-      }), (queued) => queued.appended.at(-1)?.seq);
+      }), (queued) => queued.appended.at(-1)?.seq, { fresh });
       api.logger.info({ run_id: runId, project_id: body.project_id, request_id: requestId }, 'run queued');
       return creationResponse(runId);
     };
