@@ -1,6 +1,7 @@
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import { AggregateRepository, type LoadedAggregate, type SnapshotCache } from '../../src/event-store/aggregate-repository.ts';
 import type { EventStore } from '../../src/event-store/event-store.ts';
+import type { AdmissionResult } from '../../src/events/event-admission.ts';
 import type { SubjectAddress, Subjects } from '../../src/event-store/subjects.ts';
 import type { Command, Decider } from './decider.ts';
 import { withOutageRideThrough } from './outage.ts';
@@ -56,6 +57,17 @@ export class Aggregates {
     const repository = this.repositoryOf(decider);
     const subject = this.subjectOf(address);
     return withOutageRideThrough(() => repository.load(subject), this.outageRideThroughMs);
+  }
+
+  /**
+   * Hands a stream message, seen in stream order by a reader of every event (the run-state
+   * follower of an HTTP process), to each repository: a subject whose state this process
+   * remembers stays current when another process writes it (see AggregateRepository.followed).
+   */
+  followed(result: AdmissionResult): void {
+    const { seq, subject } = result.ok ? result.stored : result.corrupt;
+    const event = result.ok ? (result.stored.event as DomainEvent) : null;
+    for (const repository of this.repositories.values()) repository.followed(subject, seq, event);
   }
 
   repositoryOf<C extends Command, S>(decider: Decider<C, S>): AggregateRepository<S, DomainEvent> {

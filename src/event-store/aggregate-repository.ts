@@ -107,6 +107,27 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
   }
 
   /**
+   * Keeps the remembered state of `subject` current with an event another writer appended,
+   * seen by a reader that follows the stream in order: `event` is the admitted envelope at
+   * `seq`, or null for a message that could not be admitted. A subject nothing is remembered
+   * of, and events at or below what is remembered, are ignored. An event that continues the
+   * remembered chain is folded in; anything else (a message that is not believed, a replay,
+   * or a gap after events the reader missed) forgets the subject, so its next command loads
+   * it. A remembered state is only ever an optimisation: the append's expected sequence still
+   * proves it current (see `remembered`).
+   */
+  followed(subject: string, seq: number, event: E | null): void {
+    const remembered = this.cache.get(subject);
+    if (!remembered || seq <= remembered.lastSequence) return;
+    if (event === null || event.prev_hash !== remembered.lastHash) {
+      this.cache.delete(subject);
+      this.eventsSincePersisted.delete(subject);
+      return;
+    }
+    this.cache.set(subject, { ...remembered, state: this.folder.evolve(remembered.state, event), lastSequence: seq, lastHash: event.hash });
+  }
+
+  /**
    * Records the state a successful append produced, so the next load needs no fold, and
    * persists a snapshot once 64 events of this subject went by since the last one: a
    * fresh process then folds at most that many.

@@ -18,6 +18,12 @@ export interface RunStateFollowerOptions extends LiveRunsOptions {
   readonly logger: Logger;
   /** Wait before following again after the follow failed. */
   readonly retryMs?: number;
+  /**
+   * Told every message of the stream, in stream order, admitted or not (e.g. to keep the write
+   * model's remembered states current); after a failed follow it resumes from the head, so a
+   * listener must not take the messages for gap-free.
+   */
+  readonly onEvent?: (result: AdmissionResult) => void;
 }
 
 /**
@@ -126,6 +132,7 @@ export class RunStateFollower {
       try {
         for await (const result of this.options.store.followChecked(this.options.filter, next, signal)) {
           if (result.ok) this.runs.apply([result.stored]);
+          this.options.onEvent?.(result);
           this.advance(result.ok ? result.stored.seq : result.corrupt.seq);
         }
         if (signal.aborted) return;

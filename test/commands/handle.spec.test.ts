@@ -287,12 +287,14 @@ describe('handle: StartRun is decided on the state this process remembers first 
   }
 
   let store: CountingStore;
+  let mineAggregates: Aggregates;
   let mine: Commands;
   let other: Commands;
   beforeEach(async () => {
     store = new CountingStore();
     // Two HTTP processes on one stream: each remembers what it last loaded or appended.
-    mine = new Commands(new Aggregates(store, subjects, null));
+    mineAggregates = new Aggregates(store, subjects, null);
+    mine = new Commands(mineAggregates);
     other = new Commands(new Aggregates(store, subjects, null));
     await mine.handle(accountDecider, { type: 'CreateAccount', workspaceId: 'ws', accountId: 'acc', name: 'a', platform: 'none', sandboxSeed: null, meta });
   });
@@ -322,6 +324,48 @@ describe('handle: StartRun is decided on the state this process remembers first 
     await cancelRun(other, 'run-1');
     const started = await startRun(mine, 'run-2');
     expect(started.appended.map((s) => s.event.data)).to.deep.equal([{ run_id: 'run-2', brief: 'b', auto_apply: false, key_id: 'key-1', scope: 'write' }]);
+  });
+
+  /** What this process's run-state follower hands its aggregates: the account's messages after `afterSeq`, in order (`skip` left out). */
+  const follow = async (afterSeq: number, skip: readonly number[] = []) => {
+    for await (const result of store.readSubjectChecked(accountSubject, afterSeq, await store.lastSequence())) {
+      if (!skip.includes(result.ok ? result.stored.seq : result.corrupt.seq)) mineAggregates.followed(result);
+    }
+  };
+
+  it('given this process followed another process canceling the run it remembers, when a run is started here, then it is queued without a read', async () => {
+    const first = await startRun(mine, 'run-1');
+    await cancelRun(other, 'run-1');
+    await follow(first.appended[0]!.seq);
+    const readsBefore = store.lastReads;
+    const started = await startRun(mine, 'run-2');
+    expect(started.appended.map((s) => s.event.type)).to.deep.equal(['RunQueued']);
+    expect(store.lastReads).to.equal(readsBefore);
+  });
+
+  it('given this process missed an event of the account, when it follows the next one, then it forgets the account: a start is refused, never a second run queued', async () => {
+    await startRun(mine, 'run-1');
+    const idle = await cancelRun(mine, 'run-1');
+    // Another process queues run-2 and a worker claims it; this process's follower misses the RunQueued.
+    const queued = await startRun(other, 'run-2');
+    await other.handle(accountDecider, { type: 'ClaimRun', workspaceId: 'ws', accountId: 'acc', runId: 'run-2', workerId: 'w', agent: { kind: 'rules', model: 'm' }, meta });
+    await follow(idle.appended[0]!.seq, [queued.appended[0]!.seq]);
+    const readsBefore = store.lastReads;
+    try {
+      await startRun(mine, 'run-3');
+      expect.fail('a second run was queued while run-2 runs');
+    } catch (error) {
+      expect(error).to.be.instanceOf(RunInProgressError);
+    }
+    expect(store.lastReads, 'the account was read again').to.be.greaterThan(readsBefore);
+  });
+
+  it('given a message on the account that cannot be admitted, when it is followed, then the account is forgotten rather than folded', async () => {
+    const first = await startRun(mine, 'run-1');
+    mineAggregates.followed({ ok: false, corrupt: { seq: first.appended[0]!.seq + 1, subject: accountSubject, code: 'untrusted', error: 'forged', detail: 'forged' } });
+    const readsBefore = store.lastReads;
+    await cancelRun(mine, 'run-1');
+    expect(store.lastReads, 'the account was read again').to.be.greaterThan(readsBefore);
   });
 
   it('given 20 concurrent starts of different runs on one idle account, exactly one is queued and 19 are refused', async () => {
