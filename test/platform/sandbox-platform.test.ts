@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type KyselyPlugin } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrator.ts';
 import type { Database } from '../../src/db/schema.ts';
@@ -184,6 +184,31 @@ describe('sandbox ads platform', function () {
       expect(concurrent.sandbox_accounts).to.equal(1);
       expect(concurrent.sandbox_search_term_daily).to.be.within(1000, 5000);
     });
+  });
+
+  it('reads an account\'s header once per process: later calls of that account go straight to its data', async () => {
+    // Counts the statements that touch the header table, as the platform sends them.
+    let headerStatements = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: (args) => {
+        if (JSON.stringify(args.node).includes('"sandbox_accounts"')) headerStatements++;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const account = sandbox('acct-header-once', 99);
+    const first = new SandboxPlatform(db.withPlugin(counting), { now: () => NOW });
+    const campaigns = await first.listCampaigns(account);
+    const afterFirst = headerStatements;
+    expect(afterFirst, 'the first call reads (and here writes) the header').to.be.greaterThan(0);
+    await first.listCampaigns(account);
+    await first.accountSummary(account);
+    await first.searchTerms(account, LAST_30);
+    expect(headerStatements).to.equal(afterFirst);
+    // Another process reads it once, and sees the same account.
+    const second = new SandboxPlatform(db.withPlugin(counting), { now: () => NOW });
+    expect(await second.listCampaigns(account)).to.deep.equal(campaigns);
+    expect(headerStatements).to.equal(afterFirst + 1);
   });
 
   describe('reads', () => {

@@ -29,8 +29,16 @@ export interface SandboxPlatformOptions {
  * applied changes. It is the embedded default platform, so a fresh install has
  * realistic data — including waste worth finding — without any external account.
  */
+/** Account headers kept per process; past this the least recently used is read again when needed. */
+const MAX_HEADERS = 10_000;
+
 export class SandboxPlatform implements AdsPlatform {
   private readonly now: () => Date;
+  /**
+   * Headers of the accounts this process opened. A header is written once, when its account's
+   * data is generated, and never changed, so every tool call after the first needs no read of it.
+   */
+  private readonly headers = new Map<string, SandboxAccount>();
 
   private readonly db: Kysely<Database>;
 
@@ -94,7 +102,16 @@ export class SandboxPlatform implements AdsPlatform {
   /** Refuses accounts without a sandbox connection, then generates the account if this is its first access. */
   private async open(account: PlatformAccountRef): Promise<SandboxAccount> {
     if (account.platform !== 'sandbox') throw new AccountNotConnectedError(account.accountId);
-    return ensureSandboxAccount(this.db, account, this.now());
+    const known = this.headers.get(account.accountId);
+    if (known) {
+      this.headers.delete(account.accountId);
+      this.headers.set(account.accountId, known);
+      return known;
+    }
+    const header = await ensureSandboxAccount(this.db, account, this.now());
+    this.headers.set(account.accountId, header);
+    if (this.headers.size > MAX_HEADERS) this.headers.delete(this.headers.keys().next().value!);
+    return header;
   }
 
   /** `open` plus the checks every ranged read shares: a valid range and, if named, an existing campaign. */
