@@ -37,7 +37,9 @@ export class PrivateNats {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** Starts the server again (killing it first if it still runs: a second one could not take the port, and the first would outlive the test). */
   async restart(): Promise<void> {
+    await this.kill();
     const binary = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server';
     const { include, cwd, env } = this.options;
     let args = ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir];
@@ -57,7 +59,8 @@ export class PrivateNats {
   /** SIGKILL: no shutdown, no flush — a crash. */
   async kill(): Promise<void> {
     const child = this.process;
-    if (!child || child.exitCode !== null) return;
+    // A process ended by a signal keeps exitCode null: signalCode says it is gone.
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');
     await exited;
