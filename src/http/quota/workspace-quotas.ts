@@ -42,7 +42,7 @@ type WorkspaceQuotaName = 'runs' | 'tokens';
  * quota stays exact (the runs this process lets through are counted from memory until the
  * read model holds them, and the read's checkpoint says which those are); what this adds is
  * that runs other processes queued, and runs that ended, count from at most this much later.
- * A workspace posting 500 runs a second then costs Postgres two statements a second, not 500.
+ * A workspace posting 500 runs a second then costs Postgres one statement a second, not 500.
  */
 export const USAGE_READ_TTL_MS = 1_000;
 /** Workspaces whose last read is kept; past this the oldest is dropped (and read again when needed). */
@@ -51,11 +51,12 @@ const MAX_USAGE_READS = 10_000;
 /**
  * The workspace quotas checked at POST /api/v1/runs, read from the runs read model (folded
  * from RunQueued and the usage in RunSucceeded/RunFailed, so the figures are the events'
- * own): one statement per request, which counts the workspace's runs of the last hour (up to
+ * own): one statement, which counts the workspace's runs of the last hour (up to
  * the quota, over the `(workspace_id, created_at)` index), reads the workspace's tokens of
  * today (one row the projection adds to as runs end), and reads the runs projection's
- * checkpoint in the same snapshot. No rows come back, whatever the quota: a workspace allowed
- * 100,000 runs an hour costs a count, not 100,000 rows per request.
+ * checkpoint in the same snapshot, and serves the workspace's requests of the next second
+ * (USAGE_READ_TTL_MS). No rows come back, whatever the quota: a workspace allowed 100,000 runs
+ * an hour costs a count, not 100,000 rows per request.
  *
  * The read model trails the stream by a few milliseconds, so this process also remembers the
  * runs it let through until the read model holds them: those whose RunQueued is past the
