@@ -63,9 +63,9 @@ const MAX_USAGE_READS = 10_000;
  * checkpoint read with the count (or still being appended) are added to it, the others are
  * in it already. The check and the reservation happen in one synchronous step after the
  * statement, so within a process the run quota is exact without a lock or a wait. Across HTTP
- * processes it is soft: a run another process admitted a moment ago may not be projected
+ * processes it is soft: a run another process admitted up to a second ago may not be counted
  * yet, so a simultaneous burst can overshoot by the runs the other processes admit in that
- * moment. Tokens are counted when a run ends, so runs in flight can carry a workspace past
+ * second. Tokens are counted when a run ends, so runs in flight can carry a workspace past
  * its token quota; the quota then stops the next run.
  */
 export class WorkspaceQuotas {
