@@ -119,12 +119,16 @@ export class AggregateRepository<S, E extends EventEnvelope = EventEnvelope> {
   followed(subject: string, seq: number, event: E | null): void {
     const remembered = this.cache.get(subject);
     if (!remembered || seq <= remembered.lastSequence) return;
-    if (event === null || event.prev_hash !== remembered.lastHash) {
-      this.cache.delete(subject);
-      this.eventsSincePersisted.delete(subject);
-      return;
+    if (event !== null && event.prev_hash === remembered.lastHash) {
+      try {
+        this.cache.set(subject, { ...remembered, state: this.folder.evolve(remembered.state, event), lastSequence: seq, lastHash: event.hash });
+        return;
+      } catch {
+        // A fold that cannot take it here is left to the next load, which reports it where a command is decided.
+      }
     }
-    this.cache.set(subject, { ...remembered, state: this.folder.evolve(remembered.state, event), lastSequence: seq, lastHash: event.hash });
+    this.cache.delete(subject);
+    this.eventsSincePersisted.delete(subject);
   }
 
   /**
