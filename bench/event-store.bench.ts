@@ -257,6 +257,38 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
           `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (2 cores)`,
       );
       await checkRunsTable(infra, 'after projectors');
+
+      // Each projection alone, from zero, with a consumer of its own and the admission of a fresh
+      // process (no verdict or signature remembered from the run above), beside the same read in
+      // that process: what each one costs by itself.
+      for (const projection of PROJECTIONS) {
+        await sql`delete from projection_checkpoints where projection = ${projection.name}`.execute(db);
+        await withInfrastructure(config, `bench-projection-${projection.name}`, async (alone) => {
+          const read = await timeFullRead(alone, head);
+          const single = new Projector({
+            db: alone.database.db,
+            js: alone.js,
+            jsm: alone.jsm,
+            stream: config.eventStream,
+            filterSubject: alone.subjects.all,
+            projection,
+            admission: alone.store.admission,
+            logger,
+          });
+          const started = now();
+          await single.start();
+          try {
+            while (single.currentStatus().lastSeq < head) {
+              if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projector ${projection.name} did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
+              await sleep(20);
+            }
+          } finally {
+            await single.stop();
+          }
+          compareThroughput(`projector ${projection.name} alone (from 0)`, head, now() - started, 'ordered read + parse', read.count, read.ms);
+        });
+      }
+      await checkRunsTable(infra, 'after each projection alone');
       if (!includeRebuild) return;
 
       section(`3. rebuild: rebuildProjection(runs) over ${total.toLocaleString('en-US')} events vs ordered-consumer read + JSON.parse`);
