@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../src/db/schema.ts';
 import { BENCH_BRIEF, BENCH_KEY_ID, BENCH_META, BENCH_WORKSPACE, accountCreated, appendAccountHistories, runCanceled, runQueued } from './support/bench-events.ts';
 import { v4 as uuidv4 } from 'uuid';
 import { Commands } from '../commands/command-bus.ts';
@@ -217,28 +218,8 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         admission: store.admission,
         logger,
       });
-      const reached = new Map<string, number>();
-      const cpuBefore = cpuMs();
-      const started = now();
-      const { cpu } = await accountCpu('projectors-from-zero', async () => {
-        try {
-          await projector.start();
-          while (reached.size < PROJECTIONS.length) {
-            for (const status of projector.statuses()) {
-              if (reached.has(status.name)) continue;
-              const checkpoint = await readCheckpoint(db, status.name);
-              if (checkpoint && checkpoint.lastSeq >= head) reached.set(status.name, now() - started);
-              else if (status.stalled) note(`(projection ${status.name} stalled, retrying: ${status.lastError})`);
-            }
-            if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projectors did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
-            if (reached.size < PROJECTIONS.length) await sleep(20);
-          }
-        } finally {
-          await projector.stop();
-        }
-      }, () => head);
       // Until the last projection reached the head, plus stop(): the wait loop's own reads are in it too.
-      const projectorCpuMs = cpuMs() - cpuBefore;
+      const { value: reached, cpu } = await accountCpu('projectors-from-zero', () => catchUp(projector, db, head), () => head);
       const allMs = Math.max(...reached.values());
       for (const [name, ms] of reached) {
         compareThroughput(`projector ${name} (from 0)`, head, ms, 'ordered read + parse', baseline.count, baseline.ms);
@@ -246,14 +227,14 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       compareThroughput(`projectors, all ${PROJECTIONS.length} together`, head, allMs, 'ordered read + parse', baseline.count, baseline.ms);
       compare({
         name: 'projectors, CPU of this process per event',
-        value: (projectorCpuMs * 1000) / head,
+        value: cpu.processMicros,
         unit: 'µs',
         baselineName: 'ordered read + parse',
         baselineValue: (baseline.cpuMs * 1000) / baseline.count,
         ratioNote: '(projector/read; Postgres and NATS not counted)',
       });
       note(
-        `CPU per event while the projectors ran: this process ${cpu.processMicros.toFixed(1)} µs, nats-server ${cpu.natsMicros.toFixed(1)} µs, ` +
+        `the same run's other processes per event: nats-server ${cpu.natsMicros.toFixed(1)} µs, ` +
           `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (2 cores)`,
       );
       await checkRunsTable(infra, 'after projectors');
@@ -275,17 +256,8 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
             admission: alone.store.admission,
             logger,
           });
-          const started = now();
-          await single.start();
-          try {
-            while (single.currentStatus().lastSeq < head) {
-              if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projector ${projection.name} did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
-              await sleep(20);
-            }
-          } finally {
-            await single.stop();
-          }
-          compareThroughput(`projector ${projection.name} alone (from 0)`, head, now() - started, 'ordered read + parse', read.count, read.ms);
+          const ms = (await catchUp(single, alone.database.db, head)).get(projection.name)!;
+          compareThroughput(`projector ${projection.name} alone (from 0)`, head, ms, 'ordered read + parse', read.count, read.ms);
         });
       }
       await checkRunsTable(infra, 'after each projection alone');
@@ -313,6 +285,31 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
   } finally {
     await releaseConfig(config);
   }
+}
+
+/**
+ * Starts `projector` and waits until the checkpoint of each of its projections reaches `head`;
+ * stops it. @returns the ms from the start to when each projection got there.
+ */
+async function catchUp(projector: Projector, db: Kysely<Database>, head: number): Promise<Map<string, number>> {
+  const reached = new Map<string, number>();
+  const started = now();
+  try {
+    await projector.start();
+    const statuses = () => projector.statuses().filter((status) => !reached.has(status.name));
+    for (let waiting = statuses(); waiting.length > 0; waiting = statuses()) {
+      for (const status of waiting) {
+        const checkpoint = await readCheckpoint(db, status.name);
+        if (checkpoint && checkpoint.lastSeq >= head) reached.set(status.name, now() - started);
+        else if (status.stalled) note(`(projection ${status.name} stalled, retrying: ${status.lastError})`);
+      }
+      if (now() - started > CATCH_UP_TIMEOUT_MS) throw new Error(`projectors did not reach ${head} within ${CATCH_UP_TIMEOUT_MS} ms`);
+      if (reached.size < projector.statuses().length) await sleep(20);
+    }
+  } finally {
+    await projector.stop();
+  }
+  return reached;
 }
 
 /** The read model must hold what the log says: one run per RunQueued, all but the last of each account canceled. */

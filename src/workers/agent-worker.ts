@@ -10,7 +10,7 @@ import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { SubjectChangeFeed, type ChangeTracker } from '../event-store/subject-changes.ts';
 import { ensureDurableConsumer } from './durable-consumer.ts';
 import { ACK, LEAVE, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage, type Settlement } from './pull-loop.ts';
-import { executeRun, runSubjects, type RunExecutorDependencies } from './run-executor.ts';
+import { executeRun, runSubjects, type RunExecutorDependencies, type RunSubjects } from './run-executor.ts';
 import { askLiveness, Liveness, WorkerLiveness } from './worker-liveness.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadAccount, loadWorkspace } from '../../commands/queries.ts';
@@ -51,6 +51,16 @@ export const PAUSE_RECHECK_MS = 2000;
  * and subscribe again after a server of the cluster goes away.
  */
 export const ORPHAN_CONFIRM_MS = 5000;
+
+/** A queued run this worker may claim: where it is, the account state it was read from, and the command metadata. */
+interface ClaimableRun {
+  readonly workspaceId: string;
+  readonly accountId: string;
+  readonly runId: string;
+  readonly account: AccountState;
+  readonly active: ActiveRun;
+  readonly meta: { actor: Actor; correlationId: string };
+}
 
 /**
  * The agent-worker role. A durable pull consumer on the account subjects hands out
@@ -212,7 +222,7 @@ export class AgentWorker {
 
   private async claimAndRun(
     message: JsMsg,
-    run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
+    run: ClaimableRun,
   ): Promise<Settlement> {
     const { commands } = this.options.infrastructure;
     const { workspaceId, accountId, runId, meta } = run;
@@ -222,7 +232,7 @@ export class AgentWorker {
     const keyAndAccount = this.changes?.track([subjects.key, subjects.account]);
     keyAndAccount?.changedSinceLastLook();
     try {
-      return await this.claimAndRunTracked(message, run, keyAndAccount);
+      return await this.claimAndRunTracked(message, run, subjects, keyAndAccount);
     } finally {
       keyAndAccount?.release();
     }
@@ -230,7 +240,8 @@ export class AgentWorker {
 
   private async claimAndRunTracked(
     message: JsMsg,
-    run: { workspaceId: string; accountId: string; runId: string; account: AccountState; active: ActiveRun; meta: { actor: Actor; correlationId: string } },
+    run: ClaimableRun,
+    subjects: RunSubjects,
     keyAndAccount: ChangeTracker | undefined,
   ): Promise<Settlement> {
     const { commands } = this.options.infrastructure;
@@ -242,7 +253,7 @@ export class AgentWorker {
         { type: 'ClaimRun', workspaceId, accountId, runId, workerId: this.workerId, agent: this.options.executor.model.identity, meta },
         { preferRemembered: true },
       );
-      keyAndAccount?.storedItself(runSubjects(commands.aggregates, workspaceId, accountId, run.active.keyId).account, claimed.appended.length);
+      keyAndAccount?.storedItself(subjects.account, claimed.appended.length);
     } catch (error) {
       if (error instanceof RunNotClaimableError) return ACK;
       throw error;

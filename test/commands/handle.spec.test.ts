@@ -16,6 +16,15 @@ import { transcriptDecider } from '../../commands/run/transcript.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { RunInProgressError } from '../../commands/errors.ts';
 
+/** Counts the reads that ask the store for a subject's newest event (what a load costs). */
+class CountingStore extends InMemoryEventStore {
+  lastReads = 0;
+  override async lastOfChecked(subject: string) {
+    this.lastReads++;
+    return super.lastOfChecked(subject);
+  }
+}
+
 /** `handle` (commands/shared/handle.ts) on the in-memory store: load, decide, append with the expected sequence, retry on conflict. */
 const meta = { actor: { kind: 'operator' as const, id: 'op' }, correlationId: 'c' };
 
@@ -186,15 +195,6 @@ describe('handle: commands on the in-memory event store (specs)', () => {
     const record = (writer: Commands, index: number) =>
       writer.handle(transcriptDecider, { type: 'RecordToolCall', workspaceId: 'ws', accountId: 'acc', call: call(index), meta }, { preferRemembered: true });
 
-    /** Counts the reads that ask the store for a subject's newest event (what a load costs). */
-    class CountingStore extends InMemoryEventStore {
-      lastReads = 0;
-      override async lastOfChecked(subject: string) {
-        this.lastReads++;
-        return super.lastOfChecked(subject);
-      }
-    }
-
     it('appends on the state it remembers, without asking the store for the subject\'s newest event', async () => {
       const counting = new CountingStore();
       const writer = new Commands(new Aggregates(counting, subjects, null));
@@ -276,15 +276,6 @@ describe('handle: StartRun is decided on the state this process remembers first 
     );
   const cancelRun = (http: Commands, runId: string) =>
     http.handle(accountDecider, { type: 'CancelRun', workspaceId: 'ws', accountId: 'acc', runId, knownStatus: 'queued', meta: apiMeta });
-
-  /** Counts the reads that ask the store for a subject's newest event (what a load costs). */
-  class CountingStore extends InMemoryEventStore {
-    lastReads = 0;
-    override async lastOfChecked(subject: string) {
-      this.lastReads++;
-      return super.lastOfChecked(subject);
-    }
-  }
 
   let store: CountingStore;
   let mineAggregates: Aggregates;

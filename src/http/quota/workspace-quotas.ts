@@ -18,9 +18,16 @@ interface Admission {
 }
 
 /** A run this process let through, until the runs read model holds it. */
-interface Reservation extends Admission {
+class Reservation implements Admission {
   /** Stream sequence of its RunQueued once appended; until then the append is in flight. */
-  seq?: number;
+  seq: number | undefined;
+  readonly runId: string;
+  readonly at: number;
+
+  constructor(runId: string, at: number) {
+    this.runId = runId;
+    this.at = at;
+  }
 }
 
 /** What the read model says about a workspace, read in one statement (one snapshot). */
@@ -35,8 +42,6 @@ interface WorkspaceUsage {
   readonly readAt: number;
 }
 
-type WorkspaceQuotaName = 'runs' | 'tokens';
-
 /**
  * How long a workspace's usage read serves the requests after it. Within a process the run
  * quota stays exact (the runs this process lets through are counted from memory until the
@@ -45,8 +50,19 @@ type WorkspaceQuotaName = 'runs' | 'tokens';
  * A workspace posting 500 runs a second then costs Postgres one statement a second, not 500.
  */
 export const USAGE_READ_TTL_MS = 1_000;
-/** Workspaces whose last read is kept; past this the oldest is dropped (and read again when needed). */
-const MAX_USAGE_READS = 10_000;
+/** Workspaces whose ledger is kept; past this the least recently used with nothing pending is dropped (and read again when needed). */
+const MAX_LEDGERS = 10_000;
+
+/**
+ * What this process knows of a workspace: the latest snapshot of the read model it has read,
+ * and the runs it let through that are not in that snapshot (RunQueued past its checkpoint,
+ * or still being appended). Runs a newer snapshot holds are forgotten here at the next
+ * reservation, so snapshot and reservations always count each run once between them.
+ */
+interface WorkspaceLedger {
+  usage: WorkspaceUsage;
+  reservations: Reservation[];
+}
 
 /**
  * The workspace quotas checked at POST /api/v1/runs, read from the runs read model (folded
@@ -69,14 +85,8 @@ const MAX_USAGE_READS = 10_000;
  * its token quota; the quota then stops the next run.
  */
 export class WorkspaceQuotas {
-  /**
-   * Per workspace, the runs this process let through that the read model may not hold yet
-   * (oldest first), and the checkpoint up to which the others were forgotten: a snapshot older
-   * than that lacks runs no longer remembered here, and is not counted with.
-   */
-  private readonly unprojected = new Map<string, { readonly reservations: Reservation[]; readonly prunedUpTo: number }>();
-  /** The last usage read of each workspace, oldest read first (see {@link USAGE_READ_TTL_MS}). */
-  private readonly usage = new Map<string, WorkspaceUsage>();
+  /** What this process knows of each workspace, least recently used first (see {@link WorkspaceLedger}). */
+  private readonly ledgers = new Map<string, WorkspaceLedger>();
 
   private readonly db: Kysely<Database>;
   private readonly limits: WorkspaceQuotaLimits;
@@ -107,18 +117,16 @@ export class WorkspaceQuotas {
     options: { readonly fresh?: boolean } = {},
   ): Promise<T> {
     if (this.limits.runsPerHour === 0 && this.limits.modelTokensPerDay === 0) return queue();
-    let [usage, reused] = await this.usageOf(workspaceId, options.fresh ?? false);
+    let [usage, reused] = await this.read(workspaceId, options.fresh ?? false);
     // From here to the reservation nothing awaits: concurrent admissions see each other.
     let verdict = this.reserve(workspaceId, runId, usage);
-    // A refusal rests on a read of its own, never on one a moment old (runs may have left the
-    // window since); a snapshot older than what this process already forgot is read again, and
-    // that read is the truth even if still older (the read model was restored).
-    if (verdict === 'stale' || (typeof verdict === 'string' && reused)) {
-      [usage] = await this.usageOf(workspaceId, true);
-      verdict = this.reserve(workspaceId, runId, usage, true);
+    // A refusal rests on a read of its own, never on one a moment old (runs may have left the window since).
+    if (!(verdict instanceof Reservation) && reused) {
+      [usage] = await this.read(workspaceId, true);
+      verdict = this.reserve(workspaceId, runId, usage);
     }
-    if (verdict === 'tokens') throw this.tokensExceeded(usage.tokens);
-    if (verdict === 'runs' || verdict === 'stale') throw await this.runQuotaExceeded(workspaceId);
+    if (verdict === 'runs') throw await this.runQuotaExceeded(workspaceId);
+    if (!(verdict instanceof Reservation)) throw this.tokensExceeded(verdict.tokensUsed);
     const reservation = verdict;
     let queued: T;
     try {
@@ -135,29 +143,51 @@ export class WorkspaceQuotas {
   }
 
   /**
-   * The workspace's usage in the read model, read at most {@link USAGE_READ_TTL_MS} ago unless
-   * `fresh`, and whether it is an earlier request's read.
+   * The workspace's usage, read at most {@link USAGE_READ_TTL_MS} ago (now when `fresh`), and
+   * whether it is an earlier request's read.
    */
-  private async usageOf(workspaceId: string, fresh: boolean): Promise<[WorkspaceUsage, boolean]> {
-    const now = this.now().getTime();
-    const recent = this.usage.get(workspaceId);
-    if (!fresh && recent && now - recent.readAt < USAGE_READ_TTL_MS) return [recent, true];
-    const usage = await this.readUsage(workspaceId);
-    const known = this.usage.get(workspaceId);
-    // Reads of one workspace can finish out of order: only a newer snapshot replaces the one kept.
-    if (!known || isNewer(usage, known)) {
-      this.usage.delete(workspaceId);
-      this.usage.set(workspaceId, usage);
-      if (this.usage.size > MAX_USAGE_READS) this.usage.delete(this.usage.keys().next().value!);
-    }
-    return [usage, false];
+  private async read(workspaceId: string, fresh: boolean): Promise<[WorkspaceUsage, boolean]> {
+    const kept = this.ledgers.get(workspaceId)?.usage;
+    if (!fresh && kept && this.now().getTime() - kept.readAt < USAGE_READ_TTL_MS) return [kept, true];
+    return [await this.readUsage(workspaceId), false];
   }
 
-  /** The reservation, or which quota the workspace is at, or 'stale' (see {@link reserveRun}). Checks the tokens first. */
-  private reserve(workspaceId: string, runId: string, usage: WorkspaceUsage, acceptOlder = false): Reservation | WorkspaceQuotaName | 'stale' {
+  /**
+   * The reservation, or the quota the workspace is at (tokens first), by the latest snapshot of
+   * `read` and the one the ledger holds: reads of one workspace can finish out of order. The
+   * runs this process let through that the snapshot holds (RunQueued at or below its
+   * checkpoint) are counted there and forgotten here; the others are counted here.
+   */
+  private reserve(workspaceId: string, runId: string, read: WorkspaceUsage): Reservation | 'runs' | { readonly tokensUsed: number } {
+    let ledger = this.ledgers.get(workspaceId);
+    if (!ledger) ledger = { usage: read, reservations: [] };
+    else if (isLater(read, ledger.usage)) ledger.usage = read;
+    this.keep(workspaceId, ledger);
+    const { usage } = ledger;
     const tokens = this.limits.modelTokensPerDay;
-    if (tokens > 0 && usage.tokens >= tokens) return 'tokens';
-    return this.reserveRun(workspaceId, runId, usage, acceptOlder) ?? 'runs';
+    if (tokens > 0 && usage.tokens >= tokens) return { tokensUsed: usage.tokens };
+    const at = this.now().getTime();
+    const limit = this.limits.runsPerHour;
+    if (limit === 0) return new Reservation(runId, at);
+    ledger.reservations = ledger.reservations.filter(
+      (reservation) => reservation.at > at - HOUR_MS && (reservation.seq === undefined || reservation.seq > usage.runsCheckpoint),
+    );
+    if (usage.runs + ledger.reservations.length >= limit) return 'runs';
+    const reservation = new Reservation(runId, at);
+    ledger.reservations.push(reservation);
+    return reservation;
+  }
+
+  /** Marks the ledger as the most recently used; past the bound, the least recently used with nothing pending goes. */
+  private keep(workspaceId: string, ledger: WorkspaceLedger): void {
+    this.ledgers.delete(workspaceId);
+    this.ledgers.set(workspaceId, ledger);
+    if (this.ledgers.size <= MAX_LEDGERS) return;
+    for (const [workspace, other] of this.ledgers) {
+      if (other.reservations.length > 0) continue;
+      this.ledgers.delete(workspace);
+      return;
+    }
   }
 
   private async readUsage(workspaceId: string): Promise<WorkspaceUsage> {
@@ -194,35 +224,6 @@ export class WorkspaceQuotas {
   }
 
   /**
-   * @returns the reservation; null when the workspace is at its run quota; 'stale' when `read`
-   * is older than the snapshot this process last forgot its runs by (unless `acceptOlder`).
-   */
-  private reserveRun(workspaceId: string, runId: string, read: WorkspaceUsage, acceptOlder = false): Reservation | null | 'stale' {
-    // The newest snapshot any request of this process has read: the reservations forgotten
-    // below are in its count, and in that of every later one.
-    const kept = this.usage.get(workspaceId);
-    const usage = kept && isNewer(kept, read) ? kept : read;
-    const limit = this.limits.runsPerHour;
-    const at = this.now().getTime();
-    if (limit === 0) return { runId, at };
-    const held = this.unprojected.get(workspaceId);
-    if (held && usage.runsCheckpoint < held.prunedUpTo && !acceptOlder) return 'stale';
-    const windowStart = at - HOUR_MS;
-    // The read model holds the ones at or below its checkpoint: counted there, forgotten here.
-    const pending = (held?.reservations ?? []).filter(
-      (reservation) => reservation.at > windowStart && (reservation.seq === undefined || reservation.seq > usage.runsCheckpoint),
-    );
-    const prunedUpTo = acceptOlder ? usage.runsCheckpoint : Math.max(held?.prunedUpTo ?? 0, usage.runsCheckpoint);
-    if (usage.runs + pending.length >= limit) {
-      this.keep(workspaceId, pending, prunedUpTo);
-      return null;
-    }
-    const reservation: Reservation = { runId, at };
-    this.keep(workspaceId, [...pending, reservation], prunedUpTo);
-    return reservation;
-  }
-
-  /**
    * The refusal of a workspace at its run quota, with when the window frees a slot: an hour
    * after the limit-th newest run in it. Only a refusal reads the runs themselves.
    */
@@ -232,7 +233,7 @@ export class WorkspaceQuotas {
     const now = this.now();
     const windowStart = now.getTime() - HOUR_MS;
     const byRun = new Map<string, number>();
-    for (const admission of [...recent, ...(this.unprojected.get(workspaceId)?.reservations ?? [])]) {
+    for (const admission of [...recent, ...(this.ledgers.get(workspaceId)?.reservations ?? [])]) {
       if (admission.at > windowStart) byRun.set(admission.runId, Math.min(admission.at, byRun.get(admission.runId) ?? Infinity));
     }
     const newest = [...byRun.values()].sort((a, b) => b - a).slice(0, limit);
@@ -254,21 +255,9 @@ export class WorkspaceQuotas {
     return rows.map((row) => ({ runId: row.id, at: row.created_at.getTime() }));
   }
 
-  private keep(workspaceId: string, reservations: Reservation[], prunedUpTo: number): void {
-    this.unprojected.delete(workspaceId);
-    this.unprojected.set(workspaceId, { reservations, prunedUpTo });
-    if (this.unprojected.size <= MAX_USAGE_READS) return;
-    // Past the bound, the least recently used workspace with nothing pending goes (its mark with it).
-    for (const [workspace, held] of this.unprojected) {
-      if (held.reservations.length > 0) continue;
-      this.unprojected.delete(workspace);
-      return;
-    }
-  }
-
   private forget(workspaceId: string, reservation: Reservation): void {
-    const held = this.unprojected.get(workspaceId);
-    if (held) this.keep(workspaceId, held.reservations.filter((other) => other !== reservation), held.prunedUpTo);
+    const ledger = this.ledgers.get(workspaceId);
+    if (ledger) ledger.reservations = ledger.reservations.filter((other) => other !== reservation);
   }
 
   private tokensExceeded(used: number): QuotaExceededError {
@@ -277,8 +266,13 @@ export class WorkspaceQuotas {
   }
 }
 
-/** Whether `a` is a later snapshot of the read model than `b` (by the runs checkpoint, then by when it was read). */
-function isNewer(a: WorkspaceUsage, b: WorkspaceUsage): boolean {
+/**
+ * Whether `a` is a later snapshot of the read model than `b`: by the runs checkpoint, then by
+ * when it was read. A read a whole TTL after the kept one wins whatever its checkpoint: a
+ * checkpoint that went back is a read model restored or rebuilt, and that is the truth now.
+ */
+function isLater(a: WorkspaceUsage, b: WorkspaceUsage): boolean {
+  if (a.readAt - b.readAt >= USAGE_READ_TTL_MS) return true;
   return a.runsCheckpoint > b.runsCheckpoint || (a.runsCheckpoint === b.runsCheckpoint && a.readAt > b.readAt);
 }
 
