@@ -6,6 +6,7 @@ import { newEvent, type EventAddress } from '../commands/shared/new-event.ts';
 import { GeminiModel } from '../src/agent/model/gemini/gemini-model.ts';
 import type { ConversationEntry, ModelClient } from '../src/agent/model/model-port.ts';
 import { SanitizingModel } from '../src/agent/model/sanitizing-model.ts';
+import { AgentStep } from '../src/agent/agent-loop.ts';
 import { RUN_LIMITS } from '../src/agent/run-limits.ts';
 import { systemPrompt } from '../src/agent/system-prompt.ts';
 import { ToolRegistry } from '../src/agent/tools/tool-registry.ts';
@@ -148,7 +149,10 @@ async function benchInProcess(sections: { readonly queue: boolean; readonly tool
       await generateSandboxData(infra, [toolAccount]);
       const components = await ComponentSampler.open(infra, gemini, toolAccount);
       try {
-        reportToolCallCost(await toolCallRuns(svc, watcher, key, toolAccount, thisProcess, components), components.result());
+        reportToolCallCost(
+          await toolCallRuns(svc, watcher, key, toolAccount, { cpu: thisProcess, metricsUrl: `${svc.baseUrl}/metrics` }, components),
+          components.result(),
+        );
       } finally {
         await components.close();
       }
@@ -282,6 +286,30 @@ interface ToolCallRuns {
   readonly mainThreadCpu: RunCpu;
   /** Which process that is. */
   readonly cpuOf: string;
+  /** Seconds per run in each agent step, as the process doing the runs timed them (its agent_step_duration_seconds). */
+  readonly stepSeconds: { readonly tools: StepTotals[]; readonly none: StepTotals[] };
+}
+
+/** Seconds spent in each agent step (src/agent/agent-loop.ts, AgentStep), and how many of each. */
+type StepTotals = Record<AgentStep, { seconds: number; count: number }>;
+
+/** The agent step totals a process's /metrics shows now. */
+async function scrapeStepTotals(metricsUrl: string): Promise<StepTotals> {
+  const text = await (await fetch(metricsUrl)).text();
+  const totals = Object.fromEntries(Object.values(AgentStep).map((step) => [step, { seconds: 0, count: 0 }])) as StepTotals;
+  for (const match of text.matchAll(/^agent_step_duration_seconds_(sum|count)\{step="([a-z_]+)"\} (\S+)$/gm)) {
+    const entry = totals[match[2] as AgentStep];
+    if (!entry) continue;
+    if (match[1] === 'sum') entry.seconds = Number(match[3]);
+    else entry.count = Number(match[3]);
+  }
+  return totals;
+}
+
+function stepTotalsBetween(before: StepTotals, after: StepTotals): StepTotals {
+  return Object.fromEntries(
+    Object.values(AgentStep).map((step) => [step, { seconds: after[step].seconds - before[step].seconds, count: after[step].count - before[step].count }]),
+  ) as StepTotals;
 }
 
 /**
@@ -289,7 +317,15 @@ interface ToolCallRuns {
  * {@link ComponentSampler}), so the runs and the components they are compared with see the
  * same load of the shared machine.
  */
-async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, account: PlatformAccountRef, cpu: CpuClocks, components: ComponentSampler): Promise<ToolCallRuns> {
+async function toolCallRuns(
+  svc: TestService,
+  watcher: RunWatcher,
+  key: string,
+  account: PlatformAccountRef,
+  worker: { readonly cpu: CpuClocks; readonly metricsUrl: string },
+  components: ComponentSampler,
+): Promise<ToolCallRuns> {
+  const { cpu } = worker;
   const runs: ToolCallRuns = {
     durations: { tools: [], none: [] },
     steps: { tools: new Set(), none: new Set() },
@@ -298,10 +334,13 @@ async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, 
     cpu: { tools: [], none: [] },
     mainThreadCpu: { tools: [], none: [] },
     cpuOf: cpu.of,
+    stepSeconds: { tools: [], none: [] },
   };
   for (let pair = 0; pair < TOOL_WARMUP_PAIRS + TOOL_PAIRS; pair++) {
     for (const kind of pair % 2 === 0 ? (['tools', 'none'] as const) : (['none', 'tools'] as const)) {
       await projectorsCaughtUp(svc);
+      // Scraped outside the CPU window: the scrape's own cost is not a run's.
+      const stepsBefore = await scrapeStepTotals(worker.metricsUrl);
       const cpuBefore = await cpu.process();
       const mainBefore = await cpu.mainThread();
       const runId = await postRun(svc, key, account.accountId, briefWithTools(BRIEF, kind === 'tools' ? TOOL_CALLS : 0));
@@ -309,6 +348,7 @@ async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, 
       await projectorsCaughtUp(svc);
       const cpuUsed = (await cpu.process()) - cpuBefore;
       const mainUsed = (await cpu.mainThread()) - mainBefore;
+      const steps = stepTotalsBetween(stepsBefore, await scrapeStepTotals(worker.metricsUrl));
       const done = timeline.events.get('RunSucceeded') as EventEnvelope<'RunSucceeded', { usage: { steps: number } }> | undefined;
       if (!done) throw new Error(`run ${runId} (${kind}) did not succeed: ${JSON.stringify([...timeline.events.values()].at(-1)?.data)}`);
       const called = timeline.events.get('ToolCalled') as EventEnvelope<'ToolCalled', { output: Record<string, unknown> }> | undefined;
@@ -317,6 +357,7 @@ async function toolCallRuns(svc: TestService, watcher: RunWatcher, key: string, 
       runs.durations[kind].push(timeline.seen.get('RunSucceeded')! - timeline.seen.get('RunStarted')!);
       runs.cpu[kind].push(cpuUsed);
       runs.mainThreadCpu[kind].push(mainUsed);
+      runs.stepSeconds[kind].push(steps);
       runs.steps[kind].add(done.data.usage.steps);
       timeline.toolCalls.forEach((call, i) => {
         runs.toolExecution.push(call.durationMs);
@@ -582,9 +623,10 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
   // Issue 14 item 5: what the event pipeline itself adds to a tool call (the checks before it,
   // the ToolCalled append, the worker's bookkeeping, what other roles do with the event),
   // net of the model turn and the tool's own work.
+  // ToolCalled.duration_ms is whole milliseconds (its p50 is 0 for a sub-millisecond tool), so the tool timed alone is taken.
   compare({
-    name: 'pipeline per tool call (p50: per call - model turn - ToolCalled.duration_ms)',
-    value: Math.max(0, (withTools.p50 - without.p50) / TOOL_CALLS - turn - execution.p50),
+    name: 'pipeline per tool call, model and tool timed alone (p50: per call - model turn - tool)',
+    value: Math.max(0, (withTools.p50 - without.p50) / TOOL_CALLS - turn - tool.p50),
     unit: 'ms',
     baselineName: 'one store.append p50',
     baselineValue: append.p50,
@@ -592,6 +634,24 @@ function reportToolCallCost(runs: ToolCallRuns, components: ToolCallComponents):
   // The same in CPU time, which waiting for the shared machine's cores does not inflate: what
   // the process doing the runs spends per tool call, against what this process spends per append.
   const meanOf = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  // The same, with the model turns and the tools timed where they ran: the process doing the runs
+  // times every step (agent_step_duration_seconds) under the run's own load, where the components
+  // above were timed alone in this process between the runs. What is left of a tool call is the
+  // event pipeline's: the check before it, the ToolCalled append, the worker's own code.
+  const stepMs = (kind: 'tools' | 'none', step: AgentStep) => meanOf(runs.stepSeconds[kind].map((totals) => totals[step].seconds * 1000));
+  const modelTurnAdded = (stepMs('tools', AgentStep.ModelTurn) - stepMs('none', AgentStep.ModelTurn)) / TOOL_CALLS;
+  const toolInSitu = stepMs('tools', AgentStep.Tool) / TOOL_CALLS;
+  note(
+    `timed in ${runs.cpuOf} per tool call (mean): model turn added ${modelTurnAdded.toFixed(2)} ms, tool ${toolInSitu.toFixed(2)} ms, ` +
+      `check ${(stepMs('tools', AgentStep.Check) / TOOL_CALLS).toFixed(2)} ms, ToolCalled append ${(stepMs('tools', AgentStep.Record) / TOOL_CALLS).toFixed(2)} ms`,
+  );
+  compare({
+    name: 'pipeline per tool call, model and tool timed in the run (mean: per call - model turn - tool)',
+    value: Math.max(0, (withTools.mean - without.mean) / TOOL_CALLS - modelTurnAdded - toolInSitu),
+    unit: 'ms',
+    baselineName: 'one store.append mean',
+    baselineValue: append.mean,
+  });
   const cpuPerCall = (meanOf(runs.cpu.tools) - meanOf(runs.cpu.none)) / TOOL_CALLS;
   note(`CPU time of ${runs.cpuOf} per run (mean): with tools ${meanOf(runs.cpu.tools).toFixed(1)} ms, without ${meanOf(runs.cpu.none).toFixed(1)} ms; /proc schedstat (ns) for another process, process.cpuUsage for this one`);
   compare({ name: `CPU per tool call ((mean diff)/${TOOL_CALLS})`, value: cpuPerCall, unit: 'ms', baselineName: 'CPU per store.append', baselineValue: components.appendCpu });
@@ -657,7 +717,7 @@ async function benchToolCallsWorkerProcess(): Promise<void> {
     await consumerIdle(infra);
     const worker = workers[0]!;
     components = await ComponentSampler.open(infra, gemini, account!);
-    const runs = await toolCallRuns(svc, watcher, key, account!, otherProcess(worker.child.pid!, 'the worker process'), components);
+    const runs = await toolCallRuns(svc, watcher, key, account!, { cpu: otherProcess(worker.child.pid!, 'the worker process'), metricsUrl: `${worker.url}/metrics` }, components);
     reportToolCallCost(runs, components.result());
   } finally {
     await components?.close();
@@ -674,6 +734,8 @@ async function benchToolCallsWorkerProcess(): Promise<void> {
 interface WorkerProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<number | null>;
+  /** Where it serves its health and metrics (a process without the http role). */
+  readonly url: string;
 }
 
 function spawnWorker(svc: TestService, gemini: ScriptedGemini, concurrency = 1): Promise<WorkerProcess> {
@@ -700,9 +762,10 @@ function spawnWorker(svc: TestService, gemini: ScriptedGemini, concurrency = 1):
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
       stderr += chunk;
-      if (stderr.includes('listening on')) {
+      const listening = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (listening) {
         clearTimeout(timer);
-        resolve({ child, exited });
+        resolve({ child, exited, url: listening[1]! });
       }
     });
     void exited.then((code) => {

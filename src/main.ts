@@ -24,7 +24,8 @@ async function main(): Promise<void> {
     console.error(`startup: ${describeStartupError(error, config.host, config.port)}`);
     process.exit(1);
   }
-  console.error(`ads-agent-runs listening on ${service.http?.url ?? '(no http role)'} (roles: ${config.roles.join(', ')})`);
+  const listening = service.http ? service.http.url : `${service.operations!.url} (health and metrics only: no http role)`;
+  console.error(`ads-agent-runs listening on ${listening} (roles: ${config.roles.join(', ')})`);
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

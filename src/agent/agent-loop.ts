@@ -20,6 +20,22 @@ export interface AgentRunRequest {
   readonly modelBudgetMs: number;
 }
 
+/**
+ * The steps a run's time is spent in, each timed where it happens (`agent_step_duration_seconds`):
+ * what an operator needs to tell a slow model or platform from a slow event log.
+ */
+export const AgentStep = {
+  /** One model request, answered or failed. */
+  ModelTurn: 'model_turn',
+  /** The check before a tool call that the run may go on (its key, its account). */
+  Check: 'check',
+  /** One tool: input validation and the platform call. */
+  Tool: 'tool',
+  /** Appending the tool call's ToolCalled to the run's transcript. */
+  Record: 'record',
+} as const;
+export type AgentStep = (typeof AgentStep)[keyof typeof AgentStep];
+
 export interface AgentRunDependencies {
   readonly model: ModelClient;
   readonly platform: AdsPlatform;
@@ -32,6 +48,8 @@ export interface AgentRunDependencies {
    * was revoked, the run is no longer this worker's). Nothing is called after a stop.
    */
   mayContinue?(): Promise<RunStop | null>;
+  /** Told how long each step took, whether it succeeded or threw. */
+  observeStep?(step: AgentStep, seconds: number): void;
 }
 
 /** Why a run stops before its next tool call. */
@@ -92,7 +110,9 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
         if (budget.aborted) throw new RunTimedOut(`the model-time budget of ${request.modelBudgetMs} ms is used up`);
         throw error;
       } finally {
-        modelTimeMs += performance.now() - started;
+        const took = performance.now() - started;
+        modelTimeMs += took;
+        deps.observeStep?.(AgentStep.ModelTurn, took / 1000);
       }
       usage.steps++;
       usage.input_tokens += turn.usage.input_tokens;
@@ -110,20 +130,23 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
           results.push({ name: call.name, response: { error: `tool call limit of ${RUN_LIMITS.maxToolCalls} reached; answer now` } });
           continue;
         }
-        const stop = await deps.mayContinue?.();
+        const stop = deps.mayContinue ? await timed(deps, AgentStep.Check, () => deps.mayContinue!()) : null;
         if (stop) throw new RunStopped(stop);
         toolCalls++;
         const started = performance.now();
-        const { ok, output } = await executeTool(request, deps, call.name, call.args, wallClock);
-        await deps.recordToolCall({
-          run_id: request.runId,
-          index: toolCalls,
-          name: call.name.slice(0, 100),
-          input: call.args,
-          ok,
-          output: capOutput(output),
-          duration_ms: Math.round(performance.now() - started),
-        });
+        const { ok, output } = await timed(deps, AgentStep.Tool, () => executeTool(request, deps, call.name, call.args, wallClock));
+        const duration = performance.now() - started;
+        await timed(deps, AgentStep.Record, () =>
+          deps.recordToolCall({
+            run_id: request.runId,
+            index: toolCalls,
+            name: call.name.slice(0, 100),
+            input: call.args,
+            ok,
+            output: capOutput(output),
+            duration_ms: Math.round(duration),
+          }),
+        );
         results.push({ name: call.name, response: output });
       }
       conversation.push({ role: 'tool', results });
@@ -136,6 +159,16 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
       return { kind: 'failed', code: 'agent_error', message: `model error${error.status ? ` ${error.status}` : ''}: ${error.message}`, ...partial };
     }
     throw error;
+  }
+}
+
+async function timed<T>(deps: AgentRunDependencies, step: AgentStep, work: () => Promise<T>): Promise<T> {
+  if (!deps.observeStep) return work();
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    deps.observeStep(step, (performance.now() - started) / 1000);
   }
 }
 

@@ -27,6 +27,7 @@ export class ServiceMetrics {
   readonly apiKeyLookups: Counter<'source'>;
   readonly rateLimited: Counter<'policy'>;
   readonly googleAdsRequests: Histogram<'method' | 'status'>;
+  readonly agentSteps: Histogram<'step'>;
 
   /** Labelled children of httpRequests by "method route status": prom-client hashes a label object on every observe. */
   private readonly httpRequestChildren = new Map<string, ReturnType<Histogram<'method' | 'route' | 'status'>['labels']>>();
@@ -46,6 +47,21 @@ export class ServiceMetrics {
       // Methods come from clients: past the bound, requests are still counted, only uncached.
       if (this.httpRequestChildren.size < MAX_CACHED_LABEL_SETS) this.httpRequestChildren.set(key, child);
     }
+    child.observe(seconds);
+  }
+
+  private readonly agentStepChildren = new Map<string, ReturnType<Histogram<'step'>['labels']>>();
+
+  /**
+   * Records one step of a run (src/agent/agent-loop.ts, `AgentStep`): a closed set of labels, each child made once.
+   * @example
+   * ```ts
+   * metrics.observeAgentStep('model_turn', 0.84);
+   * ```
+   */
+  observeAgentStep(step: string, seconds: number): void {
+    let child = this.agentStepChildren.get(step);
+    if (!child) this.agentStepChildren.set(step, (child = this.agentSteps.labels(step)));
     child.observe(seconds);
   }
 
@@ -100,6 +116,13 @@ export class ServiceMetrics {
       help: 'HTTP requests this process made to the Google Ads API: search or mutate:<service>, by status (or network_error).',
       labelNames: ['method', 'status'],
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.agentSteps = new Histogram({
+      name: 'agent_step_duration_seconds',
+      help: 'Steps of the runs this process worked on, timed where they ran: model_turn, check (may the run go on), tool, record (the ToolCalled append).',
+      labelNames: ['step'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
     new Gauge({

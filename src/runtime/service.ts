@@ -4,6 +4,7 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { createHttpApp } from '../http/app.ts';
+import { createOperationsApp } from '../http/operations-app.ts';
 import { HEALTH_PROBE_PATHS, isLoopback } from '../http/health-routes.ts';
 import { authenticateHeader, type Authentication } from '../auth/authenticate.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
@@ -41,7 +42,10 @@ import { Commands } from '../../commands/command-bus.ts';
 
 export interface RunningService {
   readonly infrastructure: Infrastructure;
+  /** The API (and health and metrics), in a process with the http role. */
   readonly http: HttpServer | undefined;
+  /** Health and metrics only, in a process without the http role (see createOperationsApp). */
+  readonly operations: HttpServer | undefined;
   readonly projectors: readonly Projector[];
   readonly agentWorker: AgentWorker | undefined;
   readonly applyWorker: ApplyWorker | undefined;
@@ -198,7 +202,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (config.roles.includes('agent-worker')) {
     agentWorker = new AgentWorker({
       infrastructure,
-      executor: { platform, proposals, model: createModel(config), wallClockMs: config.runTimeoutMs, modelBudgetMs: config.runModelBudgetMs, logger },
+      executor: {
+        platform,
+        proposals,
+        model: createModel(config),
+        wallClockMs: config.runTimeoutMs,
+        modelBudgetMs: config.runModelBudgetMs,
+        logger,
+        observeStep: (step, seconds) => metrics.observeAgentStep(step, seconds),
+      },
       concurrency: config.agentWorkerConcurrency,
       logger,
       shutdownGraceMs: config.shutdownGraceMs,
@@ -233,10 +245,25 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     stopWorkers.push(() => changeImporter.stop());
   }
 
-  logger.info({ roles: config.roles, port: http?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');
+  let operations: HttpServer | undefined;
+  if (!http) {
+    const app = createOperationsApp({ config, logger, readiness: readinessChecks({ infrastructure, projectors }), registry: metrics.registry });
+    try {
+      operations = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
+    } catch (error) {
+      // The workers and projectors started above must not outlive a start that failed.
+      await Promise.all(stopWorkers.map((stop) => stop()));
+      for (const stop of stopProjectors) await stop();
+      await infrastructure.close();
+      throw error;
+    }
+  }
+  const listening = http ?? operations;
+  logger.info({ roles: config.roles, port: listening?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');
   return {
     infrastructure,
     http,
+    operations,
     projectors,
     agentWorker,
     applyWorker,
@@ -244,6 +271,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       for (const stop of stopHttp) await stop();
       await Promise.all(stopWorkers.map((stop) => stop()));
       for (const stop of stopProjectors) await stop();
+      // Probed and scraped until the work is done.
+      await operations?.stop(config.shutdownGraceMs);
       await infrastructure.close();
       logger.info('service stopped');
     },

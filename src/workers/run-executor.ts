@@ -1,7 +1,7 @@
 import type { Commands } from '../../commands/command-bus.ts';
 import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
 import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
-import { runAgent } from '../agent/agent-loop.ts';
+import { runAgent, type AgentStep } from '../agent/agent-loop.ts';
 import type { ModelClient } from '../agent/model/model-port.ts';
 import { ToolRegistry } from '../agent/tools/tool-registry.ts';
 import type { RunErrorCode } from '../events/catalogue/index.ts';
@@ -29,6 +29,8 @@ export interface RunExecutorDependencies {
   readonly now?: () => Date;
   /** Where the details of an internal failure go; the run's own message never carries them. */
   readonly logger?: Logger;
+  /** Told how long each step of a run took (`agent_step_duration_seconds`). */
+  readonly observeStep?: (step: AgentStep, seconds: number) => void;
 }
 
 /** The subjects a run's check before each tool call reads: its key's and its account's. */
@@ -98,6 +100,7 @@ export async function executeRun(
         model: deps.model,
         platform: deps.platform,
         now: deps.now ?? (() => new Date()),
+        ...(deps.observeStep ? { observeStep: deps.observeStep } : {}),
         recordToolCall: async (call) => {
           // This worker is the transcript's only writer while it holds the run, and the transcript
           // begins with the run: no read of it, not even for the first call.

@@ -18,6 +18,8 @@ export function serviceEnv(config: Config): Record<string, string> {
     EVENT_SUBJECT_PREFIX: config.subjectPrefix,
     PUBLIC_BASE_URL: config.publicBaseUrl,
     LOG_LEVEL: 'silent',
+    // Every process listens (a worker for its health and metrics): a free port each.
+    PORT: '0',
     // The same limits as the test service, so a second process behaves like the first.
     RATE_LIMIT_RPS: String(config.rateLimitRps),
     RATE_LIMIT_BURST: String(config.rateLimitBurst),
