@@ -88,7 +88,7 @@ export interface ConfigVariable {
 }
 
 export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
-  { name: 'PORT', default: '8080', description: 'HTTP port.' },
+  { name: 'PORT', default: '8080', description: 'HTTP port: the API with the http role; /healthz, /readyz and /metrics only without it (one port per process on a host; 0 takes a free one).' },
   { name: 'HOST', default: '127.0.0.1', description: 'HTTP bind address (0.0.0.0 in containers).' },
   { name: 'NATS_URL', default: 'nats://127.0.0.1:4222', description: 'NATS server(s) with JetStream, comma separated.' },
   { name: 'NATS_USER', default: '', description: 'NATS user name (e.g. ads-service, deploy/nats/auth.conf); needs NATS_PASSWORD.' },
