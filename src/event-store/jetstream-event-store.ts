@@ -67,6 +67,27 @@ export interface EventStoreOptions {
  * await store.append(subject, decide(command, state), position); // AppendConflictError on a race
  * ```
  */
+let currentTurn: Promise<void> | undefined;
+
+/**
+ * Resolves in this event-loop turn's check phase, once for every append waiting on it. nats.js
+ * writes what was queued since its last write at the next microtask, so an append published
+ * straight from a request's own I/O callback costs a socket write (and a wake-up of
+ * nats-server) of its own. Published together after the turn's I/O, the appends of every
+ * request that arrived in that turn leave in one write. Measured with 32 connections creating
+ * runs: nats-server CPU per POST 50-60 µs instead of 120-150, and 0.29-0.32 of the bare koa
+ * route's throughput instead of 0.21-0.25 (bench/http-api.bench.ts, section 2). An idle
+ * process waits for nothing: the check phase follows the poll phase that ran the request.
+ */
+function publishTurn(): Promise<void> {
+  return (currentTurn ??= new Promise<void>((resolve) =>
+    setImmediate(() => {
+      currentTurn = undefined;
+      resolve();
+    }),
+  ));
+}
+
 export class JetStreamEventStore implements EventStore {
   private readonly validator: EventValidator;
   /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
@@ -117,6 +138,7 @@ export class JetStreamEventStore implements EventStore {
       headers.set(EVENT_VERSION_HEADER, String(event.version));
       let seq: number;
       try {
+        await publishTurn();
         const ack = await this.js.publish(subject, JSON.stringify(event), {
           msgID: event.id,
           headers,

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Socket } from 'node:net';
 import { AppendConflictError } from '../../src/event-store/errors.ts';
 import { EMPTY_POSITION } from '../../src/event-store/event-store.ts';
 import { GENESIS_HASH } from '../../src/events/envelope.ts';
@@ -35,6 +36,30 @@ describe('event store: optimistic concurrency per aggregate subject', () => {
     expect(conflicts).to.have.length(49);
     const head = await infra.store.lastOf(subject);
     expect(head!.seq).to.equal((succeeded[0] as PromiseFulfilledResult<{ seq: number }[]>).value[0]!.seq);
+  });
+
+  it('sends the appends that requests start in one turn of the event loop to NATS in one socket write', async () => {
+    // Each append starts from a callback of its own, as each request's does from its own I/O
+    // callback: nats.js alone would write each one at the microtask after its callback.
+    const natsPort = Number(new URL(config.natsUrl.replace(/^nats:/, 'http:')).port || 4222);
+    const write = Socket.prototype.write;
+    let writes = 0;
+    Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
+      if (this.remotePort === natsPort) writes++;
+      return (write as (...a: unknown[]) => boolean).apply(this, args);
+    } as typeof write;
+    const appends: Promise<unknown>[] = [];
+    try {
+      await new Promise<void>((resolve) => {
+        for (let i = 0; i < 40; i++) setImmediate(() => appends.push(infra.store.append(subjectOf(`turn-${i}`), [workspaceCreated(`turn-${i}`)], EMPTY_POSITION)));
+        setImmediate(resolve);
+      });
+      await Promise.all(appends);
+    } finally {
+      Socket.prototype.write = write;
+    }
+    expect(appends).to.have.length(40);
+    expect(writes).to.be.within(1, 2);
   });
 
   it('never conflicts between two aggregates appending concurrently', async () => {
