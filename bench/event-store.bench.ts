@@ -256,8 +256,12 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
             admission: alone.store.admission,
             logger,
           });
-          const ms = (await catchUp(single, alone.database.db, head)).get(projection.name)!;
-          compareThroughput(`projector ${projection.name} alone (from 0)`, head, ms, 'ordered read + parse', read.count, read.ms);
+          const { value: reached, cpu } = await accountCpu(`projector-${projection.name}-alone`, () => catchUp(single, alone.database.db, head), () => head);
+          compareThroughput(`projector ${projection.name} alone (from 0)`, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
+          note(
+            `   CPU per event: this process ${cpu.processMicros.toFixed(1)} µs (its ordered read + parse ${((read.cpuMs * 1000) / read.count).toFixed(1)} µs), ` +
+              `nats-server ${cpu.natsMicros.toFixed(1)} µs, postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs`,
+          );
         });
       }
       await checkRunsTable(infra, 'after each projection alone');
