@@ -20,7 +20,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { NatsCredentials } from '../../src/config/config.ts';
 import { natsAccess } from '../../src/config/nats-access-config.ts';
 import { natsConnectionOptions } from '../../src/event-store/nats-connection.ts';
+import canonicalize from 'canonicalize';
 import pg from 'pg';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { realpathSync } from 'node:fs';
 
@@ -37,6 +39,14 @@ export interface ApprovalsPerDayOptions {
   readonly subjectPrefix: string;
   /** Postgres schema of this consumer's own tables (created when missing). */
   readonly schema: string;
+  /**
+   * What the consumer believes. `signatures` (what fromEnv sets up): only events signed by one
+   * of these keys (GET /api/v1/event-signing-keys) that continue their subject's hash chain, so
+   * a forged or replayed event published by anyone who can write to the stream counts nothing.
+   * `nats-permissions`: whatever the stream holds, on the word of the NATS permissions that let
+   * only the service publish there.
+   */
+  readonly trust: EventTrust;
   /** Durable consumer name; also the checkpoint's key. */
   readonly durableName?: string;
   /** How long the server waits for an ack before redelivering. Default 30 s. */
@@ -49,6 +59,25 @@ export interface ApprovalsPerDayOptions {
   readonly afterCommit?: (committed: CommittedEvent) => void | Promise<void>;
   readonly log?: (line: string) => void;
 }
+
+/** A public key that signs the event log, as GET /api/v1/event-signing-keys lists it. */
+export interface SigningKey {
+  readonly key_id: string;
+  readonly public_key_pem: string;
+}
+
+export type EventTrust =
+  | {
+      readonly kind: 'signatures';
+      readonly keys: readonly SigningKey[];
+      /**
+       * The stream sequence signing started at (`first_signed_seq` of the activation record,
+       * docs/events.md): unsigned events below it are legacy and believed. Default 0: every
+       * event must be signed.
+       */
+      readonly firstSignedSeq?: number;
+    }
+  | { readonly kind: 'nats-permissions' };
 
 export interface CommittedEvent {
   readonly seq: number;
@@ -74,7 +103,7 @@ export interface ConsumerStats {
   /** Action events that count nothing (rejected, applied, ...), acked at once. */
   readonly ignored: number;
   readonly failures: number;
-  /** Messages that are not believable action events (not JSON, missing fields, foreign subject), logged and skipped. */
+  /** Messages that are not believable action events (not JSON, missing fields, foreign subject, not signed by a known key, a replay), logged and skipped. */
   readonly corrupt: number;
   readonly lastError: string | null;
 }
@@ -114,6 +143,9 @@ export class CorruptEventError extends Error {
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 /** The service writes UTC times (`…Z`); the day must also be a real date, or Postgres would refuse it. */
 const ISO_UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** The hash a subject's first event names as `prev_hash`. */
+const GENESIS_HASH = '0'.repeat(64);
 
 function isUtcTime(time: string): boolean {
   if (!ISO_UTC_TIME.test(time)) return false;
@@ -142,6 +174,9 @@ export function parseActionEvent(data: Uint8Array, subject: string, seq: number)
   if (typeof event.workspace_id !== 'string' || !TOKEN.test(event.workspace_id)) throw new CorruptEventError(seq, 'workspace_id is not an id');
   if (typeof event.account_id !== 'string' || !TOKEN.test(event.account_id)) throw new CorruptEventError(seq, 'account_id is not an id');
   if (typeof event.data !== 'object' || event.data === null) throw new CorruptEventError(seq, 'data missing');
+  if (typeof event.prev_hash !== 'string' || !SHA256_HEX.test(event.prev_hash) || typeof event.hash !== 'string' || !SHA256_HEX.test(event.hash)) {
+    throw new CorruptEventError(seq, 'prev_hash or hash is not a SHA-256 hex digest');
+  }
   const tokens = subject.split('.');
   if (tokens[2] !== event.workspace_id || tokens[3] !== event.account_id) throw new CorruptEventError(seq, `envelope does not belong on ${subject}`);
   return event as unknown as ActionEvent;
@@ -150,6 +185,10 @@ export function parseActionEvent(data: Uint8Array, subject: string, seq: number)
 interface ActionEvent {
   readonly type: string;
   readonly version: number;
+  readonly prev_hash: string;
+  readonly hash: string;
+  readonly key_id?: unknown;
+  readonly signature?: unknown;
   readonly time: string;
   readonly workspace_id: string;
   readonly account_id: string | null;
@@ -171,6 +210,52 @@ export function countOf(event: ActionEvent, seq: number): { approved: number; au
   }
 }
 
+/**
+ * Checks an event's Ed25519 signature (docs/events.md, "Signatures"): over the RFC 8785
+ * canonical JSON of the envelope as stored, without `signature`, by the key `key_id` names.
+ * An unsigned event is believed only below `firstSignedSeq` (written before signing existed).
+ *
+ * @throws CorruptEventError
+ */
+export function verifySignature(event: ActionEvent, seq: number, keys: ReadonlyMap<string, KeyObject>, firstSignedSeq: number): void {
+  const { signature, ...signed } = event as ActionEvent & Record<string, unknown>;
+  if (signature === undefined && event.key_id === undefined) {
+    if (seq < firstSignedSeq) return;
+    throw new CorruptEventError(seq, 'untrusted: unsigned, and written after signing started');
+  }
+  const key = typeof event.key_id === 'string' ? keys.get(event.key_id) : undefined;
+  if (!key) throw new CorruptEventError(seq, `untrusted: signed by unknown key ${JSON.stringify(event.key_id)}`);
+  let text: string | undefined;
+  try {
+    text = canonicalize(signed);
+  } catch {
+    // A lone surrogate (a \ud800 escape) has no canonical form: nothing the service writes.
+  }
+  const valid = typeof signature === 'string' && text !== undefined && verify(null, Buffer.from(text, 'utf8'), key, Buffer.from(signature, 'base64url'));
+  if (!valid) throw new CorruptEventError(seq, `untrusted: the signature does not verify with key ${event.key_id as string}`);
+}
+
+/** The trusted keys by id; a PEM that is not an Ed25519 public key is refused at once. */
+function keysById(keys: readonly SigningKey[]): Map<string, KeyObject> {
+  if (keys.length === 0) throw new Error('trust: signatures needs at least one signing key');
+  return new Map(
+    keys.map((key) => {
+      const object = createPublicKey(key.public_key_pem);
+      if (object.asymmetricKeyType !== 'ed25519') throw new Error(`signing key ${key.key_id} is not an Ed25519 public key`);
+      return [key.key_id, object];
+    }),
+  );
+}
+
+/** The keys the service signs with, from its public endpoint (no authentication). */
+export async function fetchSigningKeys(url: string): Promise<SigningKey[]> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
+  const body = (await response.json()) as { data?: SigningKey[] };
+  if (!Array.isArray(body.data)) throw new Error(`GET ${url} did not answer a list of keys`);
+  return body.data;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class ApprovalsPerDayConsumer {
@@ -178,6 +263,10 @@ export class ApprovalsPerDayConsumer {
   readonly filterSubject: string;
   private readonly table: string;
   private readonly checkpointTable: string;
+  private readonly chainTable: string;
+  /** The trusted keys by id, with trust `signatures`; null when trusting NATS permissions. */
+  private readonly keys: ReadonlyMap<string, KeyObject> | null;
+  private readonly firstSignedSeq: number;
   private nc: NatsConnection | null = null;
   private db: pg.Client | null = null;
   private loop: Promise<void> | null = null;
@@ -196,14 +285,29 @@ export class ApprovalsPerDayConsumer {
     this.filterSubject = `${options.subjectPrefix}.v1.*.*.action.*`;
     this.table = `"${options.schema}".approvals_per_day`;
     this.checkpointTable = `"${options.schema}".consumer_checkpoint`;
+    this.chainTable = `"${options.schema}".consumer_chain_heads`;
+    this.keys = options.trust.kind === 'signatures' ? keysById(options.trust.keys) : null;
+    this.firstSignedSeq = options.trust.kind === 'signatures' ? (options.trust.firstSignedSeq ?? 0) : 0;
   }
 
-  /** Reads the configuration from the environment (README.md lists the variables). */
-  static fromEnv(env: NodeJS.ProcessEnv = process.env, extra: Partial<ApprovalsPerDayOptions> = {}): ApprovalsPerDayConsumer {
+  /**
+   * Reads the configuration from the environment (README.md lists the variables). With
+   * `ANALYTICS_TRUST=signatures` (the default) it fetches the signing keys from the service.
+   */
+  static async fromEnv(env: NodeJS.ProcessEnv = process.env, extra: Partial<ApprovalsPerDayOptions> = {}): Promise<ApprovalsPerDayConsumer> {
     // NATS_USER/NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_TLS_CA: the same rules as the service's.
     const problems: string[] = [];
     const access = natsAccess((name) => env[name]?.trim() ?? '', problems);
+    const trustKind = env.ANALYTICS_TRUST ?? 'signatures';
+    if (trustKind !== 'signatures' && trustKind !== 'nats-permissions') problems.push(`ANALYTICS_TRUST must be signatures or nats-permissions, got '${trustKind}'`);
+    const firstSignedSeq = Number(env.EVENT_FIRST_SIGNED_SEQ ?? 0);
+    if (!Number.isSafeInteger(firstSignedSeq) || firstSignedSeq < 0) problems.push('EVENT_FIRST_SIGNED_SEQ must be a stream sequence (0 or more)');
     if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
+    const trust: EventTrust =
+      extra.trust ??
+      (trustKind === 'nats-permissions'
+        ? { kind: 'nats-permissions' }
+        : { kind: 'signatures', keys: await fetchSigningKeys(env.EVENT_SIGNING_KEYS_URL ?? 'http://127.0.0.1:8080/api/v1/event-signing-keys'), firstSignedSeq });
     return new ApprovalsPerDayConsumer({
       natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
       natsCredentials: access.natsCredentials,
@@ -215,6 +319,7 @@ export class ApprovalsPerDayConsumer {
       durableName: env.ANALYTICS_CONSUMER ?? undefined,
       ...(env.ANALYTICS_ACK_WAIT_MS ? { ackWaitMs: Number(env.ANALYTICS_ACK_WAIT_MS) } : {}),
       ...extra,
+      trust,
     });
   }
 
@@ -292,7 +397,7 @@ export class ApprovalsPerDayConsumer {
     });
   }
 
-  /** Stream sequence of the last counted event (0 before the first). */
+  /** Stream sequence of the last event counted (0 before the first); checking chains, of the last event believed, counted or not. */
   async checkpoint(): Promise<number> {
     return this.withClient((db) => this.readCheckpoint(db));
   }
@@ -331,7 +436,30 @@ export class ApprovalsPerDayConsumer {
            updated_at timestamptz NOT NULL DEFAULT now())`,
       )
       .catch(ignoreConcurrentCreate);
-    await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`, [this.durableName]);
+    await db
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${this.chainTable} (
+           consumer text NOT NULL,
+           subject text NOT NULL,
+           last_hash text NOT NULL,
+           PRIMARY KEY (consumer, subject))`,
+      )
+      .catch(ignoreConcurrentCreate);
+    await db.query(`ALTER TABLE ${this.checkpointTable} ADD COLUMN IF NOT EXISTS trust text`).catch(ignoreConcurrentCreate);
+    await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq, trust) VALUES ($1, 0, $2) ON CONFLICT DO NOTHING`, [this.durableName, this.options.trust.kind]);
+    // Chains are only known from the subject's first event: a consumer that counted without
+    // them cannot start checking them halfway through the log.
+    const { rows } = await db.query(`SELECT last_seq, trust FROM ${this.checkpointTable} WHERE consumer = $1`, [this.durableName]);
+    const recorded = rows[0] as { last_seq: string; trust: string | null };
+    if (this.keys && Number(recorded.last_seq) > 0 && recorded.trust !== 'signatures') {
+      throw new Error(
+        `consumer ${this.durableName} counted up to stream sequence ${recorded.last_seq} without checking signatures and chains; ` +
+          `to count from the start with them, delete its rows (DELETE FROM ${this.table}; DELETE FROM ${this.checkpointTable} WHERE consumer = '${this.durableName}') ` +
+          `and its durable consumer (nats consumer rm ${this.options.stream} ${this.durableName}), or keep ANALYTICS_TRUST=nats-permissions`,
+      );
+    }
+    // Counting without chains leaves the heads behind: a later start with signatures must refuse too.
+    if (Number(recorded.last_seq) === 0 || !this.keys) await db.query(`UPDATE ${this.checkpointTable} SET trust = $2 WHERE consumer = $1`, [this.durableName, this.options.trust.kind]);
     this.migrated = true;
   }
 
@@ -421,21 +549,18 @@ export class ApprovalsPerDayConsumer {
   private async handle(message: JsMsg): Promise<void> {
     const seq = message.seq;
     const headerType = message.headers?.get(TYPE_HEADER);
-    if (headerType && !COUNTED_TYPES.has(headerType)) {
-      // Uninteresting types are acked without parsing or touching the database.
+    if (!this.keys && headerType && !COUNTED_TYPES.has(headerType)) {
+      // Uninteresting types are acked without parsing or touching the database. (Checking
+      // chains, every event of an action's subject moves its chain: none can be skipped.)
       this.stats.ignored++;
       message.ack();
       return;
     }
     const event = parseActionEvent(message.data, message.subject, seq);
+    if (this.keys) verifySignature(event, seq, this.keys, this.firstSignedSeq);
     const type = event.type;
-    if (!COUNTED_TYPES.has(type)) {
-      this.stats.ignored++;
-      message.ack();
-      return;
-    }
-    const count = countOf(event, seq);
-    if (count === null) {
+    const count = COUNTED_TYPES.has(type) ? countOf(event, seq) : null;
+    if (count === null && !this.keys) {
       this.stats.ignored++;
       message.ack();
       return;
@@ -451,16 +576,37 @@ export class ApprovalsPerDayConsumer {
       message.ack();
       return;
     }
-    await db.query(
-      `INSERT INTO ${this.table} AS t (workspace_id, account_id, day, approved, auto_applied) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (account_id, day) DO UPDATE
-         SET approved = t.approved + EXCLUDED.approved, auto_applied = t.auto_applied + EXCLUDED.auto_applied`,
-      [event.workspace_id, accountId, day, count.approved, count.autoApplied],
-    );
+    if (this.keys) {
+      // A validly signed event that does not continue its subject's chain is the stored copy of
+      // an older one published again (a replay), or one inserted: it counts nothing.
+      const head = await db.query(`SELECT last_hash FROM ${this.chainTable} WHERE consumer = $1 AND subject = $2`, [this.durableName, message.subject]);
+      const expected = head.rows.length === 0 ? GENESIS_HASH : (head.rows[0].last_hash as string);
+      if (event.prev_hash !== expected) {
+        await db.query('ROLLBACK');
+        throw new CorruptEventError(seq, `chain-broken: its prev_hash does not continue its subject's chain (expected ${expected}): a replayed or inserted event`);
+      }
+      await db.query(
+        `INSERT INTO ${this.chainTable} (consumer, subject, last_hash) VALUES ($1, $2, $3)
+           ON CONFLICT (consumer, subject) DO UPDATE SET last_hash = EXCLUDED.last_hash`,
+        [this.durableName, message.subject, event.hash],
+      );
+    }
+    if (count !== null) {
+      await db.query(
+        `INSERT INTO ${this.table} AS t (workspace_id, account_id, day, approved, auto_applied) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (account_id, day) DO UPDATE
+           SET approved = t.approved + EXCLUDED.approved, auto_applied = t.auto_applied + EXCLUDED.auto_applied`,
+        [event.workspace_id, accountId, day, count.approved, count.autoApplied],
+      );
+    }
     await db.query(`UPDATE ${this.checkpointTable} SET last_seq = $2, updated_at = now() WHERE consumer = $1`, [this.durableName, seq]);
     await db.query('COMMIT');
-    this.stats.counted++;
-    await this.options.afterCommit?.({ seq, type, accountId, day });
+    if (count === null) {
+      this.stats.ignored++;
+    } else {
+      this.stats.counted++;
+      await this.options.afterCommit?.({ seq, type, accountId, day });
+    }
     if (this.killed) return; // crashed after COMMIT: the ack is never sent
     message.ack();
   }
@@ -505,7 +651,7 @@ export function formatCounts(rows: readonly DayCount[]): string {
 }
 
 async function main(): Promise<void> {
-  const consumer = ApprovalsPerDayConsumer.fromEnv(process.env, { log: (line) => console.error(`[approvals-per-day] ${line}`) });
+  const consumer = await ApprovalsPerDayConsumer.fromEnv(process.env, { log: (line) => console.error(`[approvals-per-day] ${line}`) });
   await consumer.start();
   const intervalMs = Number(process.env.PRINT_INTERVAL_MS ?? 10_000);
   const print = async () => {

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ApprovalsPerDayConsumer } from '../../examples/analytics-consumer/approvals-per-day.ts';
+import { ApprovalsPerDayConsumer, fetchSigningKeys } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { projectorConsumerName } from '../../projections/runtime/projector.ts';
 import { connectNats, watchNatsServerErrors } from '../../src/event-store/nats-connection.ts';
@@ -142,6 +142,8 @@ describe('deploy/: NATS users, permissions and TLS', function () {
         stream: STREAM,
         subjectPrefix: PREFIX,
         schema: `${svc.config.databaseSchema}_analytics`,
+        // The keys as a deployment gets them: from the service's public endpoint.
+        trust: { kind: 'signatures', keys: await fetchSigningKeys(`${svc.baseUrl}/api/v1/event-signing-keys`) },
         retryDelayMs: 100,
       });
       await consumer.start();

@@ -1,11 +1,18 @@
 import { expect } from 'chai';
+import { headers } from '@nats-io/nats-core';
+import { generateKeyPairSync } from 'node:crypto';
 import pg from 'pg';
+import { v4 as uuidv4 } from 'uuid';
 import {
   ApprovalsPerDayConsumer,
   formatCounts,
   type CommittedEvent,
   type DayCount,
 } from '../../examples/analytics-consumer/approvals-per-day.ts';
+import { EVENT_TYPE_HEADER, EVENT_VERSION_HEADER } from '../../src/event-store/event-store.ts';
+import type { EventEnvelope, UnsealedEvent } from '../../src/events/envelope.ts';
+import { sealEvent } from '../../src/events/event-hash.ts';
+import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { eventually } from '../support/eventually.ts';
 import { exampleConsumerOn } from '../support/example-consumer.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
@@ -18,7 +25,8 @@ interface Totals {
 /**
  * examples/analytics-consumer against a real service: actions are created through the HTTP
  * API, counted by the example's durable consumer, and the counts stay exact across a
- * graceful stop mid-stream and a crash between COMMIT and ack.
+ * graceful stop mid-stream and a crash between COMMIT and ack, and against forged and
+ * replayed events published straight onto the stream.
  */
 describe('examples/analytics-consumer: approvals per day', function () {
   this.timeout(60_000);
@@ -127,13 +135,12 @@ describe('examples/analytics-consumer: approvals per day', function () {
 
   const grandTotal = (map: Map<string, Totals>) => [...map.values()].reduce((n, t) => n + t.approved + t.auto_applied, 0);
 
-  /** The stream sequence of the last event the consumer counts, read from the log itself. */
-  async function lastCountedSeq(): Promise<number> {
+  /** The stream sequence of the last action event the service wrote (the consumer's checkpoint once it has read everything). */
+  async function lastActionSeq(): Promise<number> {
     let last = 0;
     const filter = `${svc.config.subjectPrefix}.v1.*.*.action.*`;
     for await (const { seq, event } of svc.service.infrastructure.store.readFiltered(filter, 1)) {
-      const data = event.data as { disposition?: string };
-      if (event.type === 'ActionApproved' || (event.type === 'ActionProposed' && data.disposition === 'auto_applied')) last = seq;
+      if (typeof event.signature === 'string') last = seq;
     }
     return last;
   }
@@ -149,7 +156,7 @@ describe('examples/analytics-consumer: approvals per day', function () {
     }, 20_000, 100);
     const rows = await consumer.counts();
     expect(totals(rows), formatCounts(rows)).to.deep.equal(expected);
-    expect(await consumer.checkpoint()).to.equal(await lastCountedSeq());
+    expect(await consumer.checkpoint()).to.equal(await lastActionSeq());
     for (const row of rows) {
       expect(row.workspace_id).to.equal(tenant.workspaceId);
       expect(row.day).to.match(/^\d{4}-\d{2}-\d{2}$/);
@@ -239,5 +246,62 @@ describe('examples/analytics-consumer: approvals per day', function () {
     expect(stats.skipped, 'the redelivered, already counted event').to.equal(1);
     expect(stats.counted).to.equal(2);
     await restarted.stop();
+  });
+  it('counts nothing a forger or a replayer publishes onto the stream, and goes on counting what the service writes', async () => {
+    const [a] = accounts as [string];
+    const logged: string[] = [];
+    const consumer = exampleConsumerOn(svc.config, schema, { log: (line) => logged.push(line) });
+    consumers.push(consumer);
+    const { js, store } = svc.service.infrastructure;
+    const publish = async (subject: string, event: EventEnvelope | string) => {
+      const h = headers();
+      const type = typeof event === 'string' ? (JSON.parse(event) as EventEnvelope).type : event.type;
+      h.set(EVENT_TYPE_HEADER, type);
+      h.set(EVENT_VERSION_HEADER, '1');
+      // No Nats-Msg-Id: de-duplication would otherwise drop a replayed copy.
+      return (await js.publish(subject, typeof event === 'string' ? event : JSON.stringify(event), { headers: h })).seq;
+    };
+    // A queued action the service has not decided on: a forged approval of it continues its chain.
+    const queued = await proposeTarget(a, 1.3, false);
+    const subject = svc.service.infrastructure.subjects.forAggregate({ workspaceId: tenant.workspaceId, accountId: a, aggregate: { type: 'action', id: queued.id } });
+    const head = (await store.lastOf(subject))!;
+    const approval = (signer?: EventSigner): EventEnvelope => {
+      const unsealed: UnsealedEvent = {
+        id: uuidv4(),
+        type: 'ActionApproved',
+        version: 1,
+        time: new Date().toISOString(),
+        workspace_id: tenant.workspaceId,
+        account_id: a,
+        aggregate: { type: 'action', id: queued.id },
+        actor: { kind: 'api_key', id: tenant.keyIds.write },
+        correlation_id: queued.id,
+        data: { note: 'forged' },
+      };
+      return sealEvent(unsealed, head.event.hash, signer);
+    };
+    // The stored bytes of an approval the service really wrote (earlier tests made it), published again.
+    let earlier: { seq: number; subject: string; text: string } | undefined;
+    for await (const { seq, subject: at } of store.readFiltered(`${svc.config.subjectPrefix}.v1.*.*.action.*`, 1)) {
+      const raw = (await store.rawAt(seq))!;
+      if ((JSON.parse(raw.text) as EventEnvelope).type === 'ActionApproved') earlier = { seq, subject: at, text: raw.text };
+    }
+    const unsigned = await publish(subject, approval());
+    const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
+    const foreignKey = await publish(subject, approval(attacker));
+    const replayed = await publish(earlier!.subject, earlier!.text);
+    // The service goes on: the real approval of the same action continues the chain the forgeries did not move.
+    const result = await call('POST', `/api/v1/accounts/${a}/approvals/${queued.id}/approve`, tenant.keys.write, { note: 'real' });
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    expected.get(a)!.approved++;
+
+    await consumer.start();
+    await expectExactCounts(consumer);
+    expect(consumer.getStats().corrupt).to.equal(3);
+    const skipped = (seq: number) => logged.find((line) => line.startsWith(`skipped: stream sequence ${seq} `)) ?? '';
+    expect(skipped(unsigned)).to.match(/untrusted: unsigned/);
+    expect(skipped(foreignKey)).to.match(new RegExp(`untrusted: signed by unknown key "${attacker.keyId}"`));
+    expect(skipped(replayed)).to.match(/chain-broken/);
+    await consumer.stop();
   });
 });

@@ -1,9 +1,20 @@
-import { ApprovalsPerDayConsumer, type ApprovalsPerDayOptions } from '../../examples/analytics-consumer/approvals-per-day.ts';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ApprovalsPerDayConsumer, type ApprovalsPerDayOptions, type SigningKey } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import type { Config } from '../../src/config/config.ts';
+import { keyIdOf } from '../../src/events/signing/signing-keys.ts';
+
+/** The public half of the key a test service signs with, as GET /api/v1/event-signing-keys lists it. */
+export function testServiceSigningKey(config: Config): SigningKey {
+  if (!config.eventSigningKeyFile) throw new Error('the test service has no signing key file');
+  const publicKey = createPublicKey(createPrivateKey(readFileSync(config.eventSigningKeyFile)));
+  return { key_id: keyIdOf(publicKey), public_key_pem: publicKey.export({ format: 'pem', type: 'spki' }).toString() };
+}
 
 /**
  * The example analytics consumer on a test service's stream, with its own tables in
- * `schema`, and the quick ack wait and retry delay the tests want.
+ * `schema`, believing only what the service signed (as `fromEnv` sets it up), and the quick
+ * ack wait and retry delay the tests want.
  */
 export function exampleConsumerOn(config: Config, schema: string, options: Partial<ApprovalsPerDayOptions> = {}): ApprovalsPerDayConsumer {
   return new ApprovalsPerDayConsumer({
@@ -12,6 +23,7 @@ export function exampleConsumerOn(config: Config, schema: string, options: Parti
     stream: config.eventStream,
     subjectPrefix: config.subjectPrefix,
     schema,
+    trust: { kind: 'signatures', keys: [testServiceSigningKey(config)] },
     ackWaitMs: 2000,
     retryDelayMs: 100,
     ...options,
