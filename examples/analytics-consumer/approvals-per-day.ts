@@ -656,7 +656,7 @@ async function main(): Promise<void> {
   const intervalMs = Number(process.env.PRINT_INTERVAL_MS ?? 10_000);
   const print = async () => {
     const stats = consumer.getStats();
-    console.log(`\n${new Date().toISOString()}  checkpoint ${await consumer.checkpoint()}  counted ${stats.counted}, skipped ${stats.skipped}, ignored ${stats.ignored}`);
+    console.log(`\n${new Date().toISOString()}  checkpoint ${await consumer.checkpoint()}  counted ${stats.counted}, skipped ${stats.skipped}, ignored ${stats.ignored}, corrupt ${stats.corrupt}`);
     console.log(formatCounts(await consumer.counts()));
   };
   await print();
