@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import type { InadmissibleCode } from '../../src/events/event-admission.ts';
+import { InadmissibleCode } from '../../src/events/event-admission.ts';
 import { sanitizeText } from '../../src/text/hostile-text.ts';
 
 /** One event a projection parked instead of applying. */
@@ -55,6 +55,24 @@ export async function listQuarantine(db: Kysely<Database>, seq?: number): Promis
     firstSeenAt: row.first_seen_at,
     lastSeenAt: row.last_seen_at,
   }));
+}
+
+/**
+ * Which of these stream sequences `projection` parked as `chain-broken` (a validly signed event
+ * that does not continue its subject's chain: a replayed or inserted copy), with the reason.
+ * Every projection checks every subject's chain, so one projection's verdicts cover the log up
+ * to its checkpoint.
+ */
+export async function chainBreaksAmong(db: Kysely<Database>, projection: string, seqs: readonly number[]): Promise<Map<number, string>> {
+  if (seqs.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('event_quarantine')
+    .select(['seq', 'error'])
+    .where('projection', '=', projection)
+    .where('code', '=', InadmissibleCode.ChainBroken)
+    .where(sql<boolean>`seq = any(${seqs.map(String)}::bigint[])`)
+    .execute();
+  return new Map(rows.map((row) => [Number(row.seq), row.error]));
 }
 
 /** Parked events per projection (projections with none are absent). */

@@ -871,7 +871,7 @@ const documentWithoutPaths = {
           seq: { type: 'integer', minimum: 1, description: 'Stream sequence of the message.' },
           subject: { type: 'string', description: 'The subject it was stored on.' },
           corrupt: { const: true },
-          code: { enum: ['not-json', 'schema', 'unknown-type', 'subject-mismatch', 'bad-text', 'untrusted'], description: 'Why it is not believed, as a closed set.' },
+          code: { enum: ['not-json', 'schema', 'unknown-type', 'subject-mismatch', 'bad-text', 'untrusted', 'chain-broken'], description: 'Why it is not believed, as a closed set.' },
           error: { type: 'string', description: 'Why it is not believed, in words (at most about 300 characters).' },
         },
       },

@@ -11,6 +11,9 @@ import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { accountOf } from './account-access.ts';
 import type { ApiContext } from './api-context.ts';
 import { mergeBySequence } from './history-scan.ts';
+import { readCheckpoint } from '../../../projections/runtime/checkpoints.ts';
+import { chainBreaksAmong } from '../../../projections/runtime/quarantine.ts';
+import { InadmissibleCode } from '../../events/event-admission.ts';
 import { PROJECT_ID } from './path-parameters.ts';
 import { CURSOR_MESSAGES, cursorParameter, pageSizeParameter, RUN_ID_FILTER } from './query-parameters.ts';
 import { streams } from '../../event-store/subjects.ts';
@@ -22,7 +25,7 @@ interface CorruptEntry {
   readonly seq: number;
   readonly subject: string;
   readonly corrupt: true;
-  /** Why it was not believed: not-json, schema, unknown-type, subject-mismatch, bad-text, untrusted. */
+  /** Why it was not believed: not-json, schema, unknown-type, subject-mismatch, bad-text, untrusted, chain-broken. */
   readonly code: string;
   readonly error: string;
 }
@@ -66,7 +69,7 @@ export const listHistoryRoute = defineRoute<ApiContext>()<HistoryQuery>({
     await accountOf(api, principal, accountId);
     const runId = query.run_id;
     const source = runId === undefined ? accountSource(api, principal, accountId, query.cursor) : await runSource(api, principal, accountId, runId, query.cursor);
-    ctx.body = source === null ? { object: 'list', data: [], next_cursor: null } : await readPage(api, source, query.limit, runId);
+    ctx.body = source === null ? { object: 'list', data: [], next_cursor: null } : await readPage(api, source, query.limit, runId, query.cursor);
   },
 });
 
@@ -137,9 +140,11 @@ function findRunlessAction(api: ApiContext, principal: Principal, accountId: str
     .executeTakeFirst();
 }
 
-async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage>, pageSize: number, runId: string | undefined) {
+async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage>, pageSize: number, runId: string | undefined, cursor: number) {
   const { historyScanBudget, historyMaxPageBytes } = api.config;
   const entries: (Record<string, unknown> | CorruptEntry)[] = [];
+  /** The subject of each believed entry (its envelope does not name it). */
+  const subjects = new Map<number, string>();
   let bytes = 0;
   let scanned = 0;
   let lastScanned = 0;
@@ -175,10 +180,47 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
       }
       bytes += size;
       entries.push(entry);
+      if (entry.corrupt !== true) subjects.set(raw.seq, raw.subject);
       lastScanned = raw.seq;
     }
   } finally {
     await source.return(undefined);
   }
-  return { object: 'list', data: entries, next_cursor: nextCursor === null ? null : String(nextCursor) };
+  const marked = await markChainBreaks(api, entries, subjects, cursor);
+  if (marked.cutAt !== null) nextCursor = marked.cutAt;
+  return { object: 'list', data: marked.entries, next_cursor: nextCursor === null ? null : String(nextCursor) };
+}
+
+/**
+ * A validly signed event that does not continue its subject's chain is the stored copy of an
+ * older event published again (a replay) or one inserted: every projection parks it as
+ * `chain-broken`, and the page lists it in its place like any other corrupt message, never as
+ * an event that happened. A subject's chain is known only from its first event, so the runs
+ * projection's verdicts are used. Entries past its checkpoint have none yet: the page waits for
+ * it (the read barrier's bound), and when it is still behind, the page ends at the checkpoint
+ * with a `next_cursor` there, so a client walking on gets the rest once they are judged.
+ */
+async function markChainBreaks(
+  api: ApiContext,
+  entries: readonly (Record<string, unknown> | CorruptEntry)[],
+  subjects: ReadonlyMap<number, string>,
+  cursor: number,
+) {
+  const believed = entries.filter((entry) => entry.corrupt !== true).map((entry) => entry.seq as number);
+  if (believed.length === 0) return { entries, cutAt: null };
+  let judged = entries;
+  let cutAt: number | null = null;
+  if (!(await api.barrier.reach(RUNS_PROJECTION, Math.max(...believed)))) {
+    const checkpoint = (await readCheckpoint(api.db, RUNS_PROJECTION))?.lastSeq ?? 0;
+    judged = entries.filter((entry) => (entry.seq as number) <= checkpoint);
+    cutAt = Math.max(cursor, checkpoint);
+  }
+  const breaks = await chainBreaksAmong(api.db, RUNS_PROJECTION, believed);
+  if (breaks.size === 0) return { entries: judged, cutAt };
+  const marked = judged.map((entry): Record<string, unknown> | CorruptEntry => {
+    const error = entry.corrupt === true ? undefined : breaks.get(entry.seq as number);
+    if (error === undefined) return entry;
+    return { seq: entry.seq as number, subject: subjects.get(entry.seq as number)!, corrupt: true, code: InadmissibleCode.ChainBroken, error };
+  });
+  return { entries: marked, cutAt };
 }
