@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { AgentWorker } from '../../src/workers/agent-worker.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 import { startAgentWorker } from '../support/agent-worker.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
@@ -85,5 +86,29 @@ describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
     expect(foreign.status).to.equal(404);
     expect(((await foreign.json()) as { type: string }).type).to.equal(((await unknown.json()) as { type: string }).type);
     expect((await svc.request('GET', `/api/v1/runs/${runId}/events`)).status).to.equal(401);
+  });
+  it('does not show a replayed copy of one of the run\'s events as a second milestone: it is skipped with a chain-broken comment', async () => {
+    await worker.stop();
+    const replayedRun = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox2, 'Find wasted spend');
+    const infra = svc.service.infrastructure;
+    const accountSubject = infra.subjects.forAggregate(streams.account(tenant.workspaceId, tenant.accounts.sandbox2));
+    const queued = (await infra.store.lastOf(accountSubject))!;
+    expect(queued.event.type).to.equal('RunQueued');
+    // The exact signed bytes again, without Nats-Msg-Id: nothing de-duplicates them.
+    const replayed = (await infra.js.publish(accountSubject, (await infra.store.rawAt(queued.seq))!.data)).seq;
+    worker = await startAgentWorker(svc);
+    await waitForTerminalRun(svc, tenant.keys.write, replayedRun);
+
+    const response = await svc.request('GET', `/api/v1/runs/${replayedRun}/events`, { key: tenant.keys.write });
+    const text = await response.text();
+    expect(text).to.include(`: skipped a corrupt stored message (chain-broken)\nid: ${replayed}\n\n`);
+    const names = text.split('\n').filter((line) => line.startsWith('event: ')).map((line) => line.slice(7));
+    expect(names.filter((name) => name === 'queued')).to.have.length(1);
+    expect(names[names.length - 1]).to.equal('succeeded');
+    // Resumed after the replay, the stream still knows where the chain stands.
+    const resumed = await svc.request('GET', `/api/v1/runs/${replayedRun}/events`, { key: tenant.keys.write, headers: { 'Last-Event-ID': String(replayed) } });
+    const rest = (await readEvents(resumed)).map((event) => event.event);
+    expect(rest[0]).to.equal('started');
+    expect(rest.at(-1)).to.equal('succeeded');
   });
 });

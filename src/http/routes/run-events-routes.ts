@@ -4,12 +4,15 @@ import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import { admitRawEvent } from '../../events/admit-raw-event.ts';
+import { InadmissibleCode } from '../../events/event-admission.ts';
+import { streams } from '../../event-store/subjects.ts';
 import { ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
 import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
 import type { ApiContext } from './api-context.ts';
 import { RUN_ID } from './path-parameters.ts';
 import { RUN_STREAM_EVENTS, toRunStreamMessage } from './run-event-stream.ts';
+import { ChainPlace, RunStreamChains } from './run-stream-chains.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
 
 const HEARTBEAT_MS = 15_000;
@@ -48,7 +51,8 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
     'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
     '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
     `\`retry: ${LIFETIME_RETRY_MS}\`, and the client resumes with \`Last-Event-ID\`; a stream whose key is revoked ends within \`SSE_KEY_RECHECK_MS\` ` +
-    '(a reconnect then answers 401). A stored message that is not a trustworthy event is skipped with a comment and an `id:` line.',
+    '(a reconnect then answers 401). A stored message that is not a trustworthy event, or a replayed copy of one of the run’s events ' +
+    '(it does not continue its subject’s hash chain), is skipped with a comment naming its code and an `id:` line.',
   access: 'read',
   backedBy: ['event-log', 'database'],
   pathParameters: { runId: RUN_ID },
@@ -145,17 +149,23 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       }, api.config.sseKeyRecheckMs);
 
       const filter = api.subjects.filter(principal.workspaceId, run.account_id, '*');
-      const from = Math.max(Number(run.queued_seq), resumeAfter + 1);
+      const queuedSeq = Number(run.queued_seq);
+      // Read from the run's RunQueued even when resuming, so the chains are followed from their
+      // start; what the client already received is not sent again.
+      const chains = new RunStreamChains(api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)), queuedSeq);
       void (async () => {
         try {
-          for await (const raw of api.store.followRaw(filter, from, controller.signal)) {
+          for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
             const admitted = admitRawEvent(api.store.admission, raw);
-            if (admitted.kind === 'corrupt') {
+            const place = admitted.kind === 'corrupt' ? null : chains.place(raw.seq, raw.subject, admitted.event);
+            if (raw.seq <= resumeAfter) continue;
+            if (admitted.kind === 'corrupt' || place === ChainPlace.Broken) {
               // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
-              body.write(`: skipped a corrupt stored message (${admitted.code})\nid: ${raw.seq}\n\n`);
+              body.write(`: skipped a corrupt stored message (${admitted.kind === 'corrupt' ? admitted.code : InadmissibleCode.ChainBroken})\nid: ${raw.seq}\n\n`);
               continue;
             }
-            const message = toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl);
+            // A subject whose start the stream did not see holds nothing it shows.
+            const message = place === ChainPlace.Continues ? toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl) : null;
             if (!message) continue;
             body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
             if (message.terminal) break;
