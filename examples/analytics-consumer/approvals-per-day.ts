@@ -416,36 +416,28 @@ export class ApprovalsPerDayConsumer {
 
   private async migrate(db: pg.Client): Promise<void> {
     if (this.migrated) return;
-    await db.query(`CREATE SCHEMA IF NOT EXISTS "${this.options.schema}"`).catch(ignoreConcurrentCreate);
-    await db
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.table} (
-           workspace_id text NOT NULL,
-           account_id text NOT NULL,
-           day date NOT NULL,
-           approved integer NOT NULL DEFAULT 0,
-           auto_applied integer NOT NULL DEFAULT 0,
-           PRIMARY KEY (account_id, day))`,
-      )
-      .catch(ignoreConcurrentCreate);
-    await db
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.checkpointTable} (
-           consumer text PRIMARY KEY,
-           last_seq bigint NOT NULL,
-           updated_at timestamptz NOT NULL DEFAULT now())`,
-      )
-      .catch(ignoreConcurrentCreate);
-    await db
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.chainTable} (
-           consumer text NOT NULL,
-           subject text NOT NULL,
-           last_hash text NOT NULL,
-           PRIMARY KEY (consumer, subject))`,
-      )
-      .catch(ignoreConcurrentCreate);
-    await db.query(`ALTER TABLE ${this.checkpointTable} ADD COLUMN IF NOT EXISTS trust text`).catch(ignoreConcurrentCreate);
+    const statements = [
+      `CREATE SCHEMA IF NOT EXISTS "${this.options.schema}"`,
+      `CREATE TABLE IF NOT EXISTS ${this.table} (
+         workspace_id text NOT NULL,
+         account_id text NOT NULL,
+         day date NOT NULL,
+         approved integer NOT NULL DEFAULT 0,
+         auto_applied integer NOT NULL DEFAULT 0,
+         PRIMARY KEY (account_id, day))`,
+      `CREATE TABLE IF NOT EXISTS ${this.checkpointTable} (
+         consumer text PRIMARY KEY,
+         last_seq bigint NOT NULL,
+         updated_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE TABLE IF NOT EXISTS ${this.chainTable} (
+         consumer text NOT NULL,
+         subject text NOT NULL,
+         last_hash text NOT NULL,
+         PRIMARY KEY (consumer, subject))`,
+      // Tables made by a version without chain checks get the column that says how they were counted.
+      `ALTER TABLE ${this.checkpointTable} ADD COLUMN IF NOT EXISTS trust text`,
+    ];
+    for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate);
     await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq, trust) VALUES ($1, 0, $2) ON CONFLICT DO NOTHING`, [this.durableName, this.options.trust.kind]);
     // Chains are only known from the subject's first event: a consumer that counted without
     // them cannot start checking them halfway through the log.
