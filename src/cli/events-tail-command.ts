@@ -1,5 +1,6 @@
 import { CURRENT_VERSION } from '../events/catalogue/index.ts';
-import type { AdmissionResult } from '../events/event-admission.ts';
+import { InadmissibleCode, type AdmissionResult } from '../events/event-admission.ts';
+import { ChainPlace, SubjectChains } from '../events/subject-chains.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { UsageError } from './output.ts';
 import type { Options } from './cli-options.ts';
@@ -7,7 +8,8 @@ import type { Options } from './cli-options.ts';
 /**
  * `adsagent events tail`: events as JSON lines (envelope plus `seq` and `subject`). A
  * message that is not a believable event prints as `{"seq","subject","corrupt":true,
- * "code","error"}` and the tail goes on (a `--type` filter does not hide it).
+ * "code","error"}` and the tail goes on (a `--type` filter does not hide it); so does a
+ * replayed copy (`chain-broken`) on a subject whose chain the tail follows from its start.
  */
 export async function runEventsTail(infra: Infrastructure, options: Options): Promise<number> {
   checkEventsTailOptions(options);
@@ -18,6 +20,9 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   if (options['from-seq'] !== undefined) from = Number(options['from-seq']);
   else if (typeof options.since === 'string') from = await infra.store.firstSeqAtOrAfter(new Date(options.since));
   const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+  // Subjects that start in the range are followed from their first event: a replayed copy on
+  // them prints as corrupt. From the beginning (the default) that is every subject.
+  const chains = new SubjectChains();
   const show = (result: AdmissionResult) => {
     if (!result.ok) {
       const { seq, subject, code, error } = result.corrupt;
@@ -25,6 +30,11 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
       return;
     }
     const { seq, subject, event } = result.stored;
+    if (chains.place(seq, subject, event) === ChainPlace.Broken) {
+      const error = `prev_hash ${event.prev_hash} does not continue its subject's chain: a replayed or inserted event`;
+      print({ seq, subject, corrupt: true, code: InadmissibleCode.ChainBroken, error });
+      return;
+    }
     if (!type || event.type === type) print({ seq, subject, ...event });
   };
   if (!options.follow) {

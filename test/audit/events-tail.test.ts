@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { streams } from '../../src/event-store/subjects.ts';
 import { runCli, spawnCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRun } from '../support/runs.ts';
@@ -57,5 +58,20 @@ describe('adsagent events tail', function () {
     const result = await tail.done;
     expect(result.code).to.equal(0);
     expect(lines(result.stdout).map((e) => e.type)).to.deep.equal(['RunCanceled']);
+  });
+  it('prints a replayed copy of a signed event as a corrupt chain-broken line, never as the event again', async () => {
+    const infra = svc.service.infrastructure;
+    const subject = infra.subjects.forAggregate(streams.account(tenant.workspaceId, tenant.accounts.sandbox));
+    let queuedSeq = 0;
+    for await (const { seq, event } of infra.store.readFiltered(subject, 1)) if (event.type === 'RunQueued') queuedSeq = seq;
+    // The exact signed bytes again, without Nats-Msg-Id: nothing de-duplicates them.
+    const replayed = (await infra.js.publish(subject, (await infra.store.rawAt(queuedSeq))!.data)).seq;
+    const result = await runCli(svc.config, ['events', 'tail', '--account', tenant.accounts.sandbox, '--type', 'RunQueued']);
+    expect(result.code, result.stderr).to.equal(0);
+    const printed = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const replay = printed.find((line) => line.seq === replayed);
+    expect(replay).to.deep.include({ subject, corrupt: true, code: 'chain-broken' });
+    expect(replay).to.not.have.property('type');
+    expect(printed.filter((line) => line.type === 'RunQueued' && line.seq === queuedSeq)).to.have.length(1);
   });
 });

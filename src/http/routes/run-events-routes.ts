@@ -12,7 +12,7 @@ import { defineRoute, type RouteDefinition } from '../route-table/route-definiti
 import type { ApiContext } from './api-context.ts';
 import { RUN_ID } from './path-parameters.ts';
 import { RUN_STREAM_EVENTS, toRunStreamMessage } from './run-event-stream.ts';
-import { ChainPlace, RunStreamChains } from './run-stream-chains.ts';
+import { ChainPlace, SubjectChains } from '../../events/subject-chains.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
 
 const HEARTBEAT_MS = 15_000;
@@ -152,7 +152,9 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       const queuedSeq = Number(run.queued_seq);
       // Read from the run's RunQueued even when resuming, so the chains are followed from their
       // start; what the client already received is not sent again.
-      const chains = new RunStreamChains(api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)), queuedSeq);
+      // The account subject from the run's RunQueued (the read model believed it there); its run
+      // and action subjects start during the run.
+      const chains = new SubjectChains().anchorAt(api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)), queuedSeq);
       void (async () => {
         try {
           for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
