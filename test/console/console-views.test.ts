@@ -120,6 +120,28 @@ describe('console: views, live run, accessibility', function () {
     expect(await types.allTextContents()).to.deep.equal(['RunSucceeded', 'RunStarted', 'RunQueued']);
   });
 
+  it('lists what the service has checked when its projections are stopped, says the newest events come later, and lists them on Refresh', async () => {
+    const projector = svc().service.projectors[0]!;
+    const waiting = session.page.getByText('The newest events are not listed yet');
+    await projector.stop();
+    let restarted = false;
+    try {
+      await propose(40);
+      await signIn(session.page, `${svc().baseUrl}/console/accounts/${account()}/history`, tenant().keys.read);
+      // Each page waits out the read barrier (3 s) before it ends at the projections' checkpoint.
+      await waiting.waitFor({ timeout: 20_000 });
+      expect(await session.page.locator('ol.history-list .event-type').count()).to.be.greaterThan(0);
+      await projector.start();
+      restarted = true;
+    } finally {
+      if (!restarted) await projector.start();
+    }
+    await eventually(async () => {
+      await session.page.getByRole('button', { name: 'Refresh' }).click();
+      await waiting.waitFor({ state: 'detached', timeout: 2_000 });
+    }, 20_000, 500);
+  });
+
   it('rejects several actions together with one reason', async () => {
     const [a, b] = [await propose(300), await propose(301)];
     await signIn(session.page, `${svc().baseUrl}/console/accounts/${account()}/approvals?status=queued`, tenant().keys.write);

@@ -85,13 +85,16 @@ export async function apiRequest<T>(
 export async function fetchAllPages<T>(
   pathWithQuery: (cursor: string | null) => string,
   options: { signal?: AbortSignal; maxPages?: number } = {},
-): Promise<{ rows: T[]; complete: boolean }> {
+): Promise<{ rows: T[]; complete: boolean; waiting?: boolean }> {
   const rows: T[] = [];
   let cursor: string | null = null;
   for (let page = 0; page < (options.maxPages ?? 20); page += 1) {
     const { body }: ApiAnswer<{ data: T[]; next_cursor?: string | number | null }> = await apiRequest<{ data: T[]; next_cursor?: string | number | null }>('GET', pathWithQuery(cursor), { signal: options.signal });
     rows.push(...body.data);
     if (body.next_cursor === null || body.next_cursor === undefined) return { rows, complete: true };
+    // An empty page that sends the walk back where it was: the server cannot list more yet
+    // (the history waits for the projections to judge the newest events). Show what there is.
+    if (body.data.length === 0 && String(body.next_cursor) === cursor) return { rows, complete: false, waiting: true };
     cursor = String(body.next_cursor);
   }
   return { rows, complete: false };

@@ -19,6 +19,8 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
   const page = Math.max(1, Number.parseInt(props.search.get('page') ?? '1', 10) || 1);
   const [entries, setEntries] = useState<Loadable<readonly HistoryEntry[]>>({ state: 'loading' });
   const [complete, setComplete] = useState(true);
+  /** The service could not list the newest events yet (it has not checked them): they come on a Refresh. */
+  const [waiting, setWaiting] = useState(false);
   const [account, setAccount] = useState<Account | null>(null);
   /** Bumped by the Refresh button: the history is read on demand, not polled (it can be thousands of events). */
   const [readCount, setReadCount] = useState(0);
@@ -36,9 +38,10 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
       if (cursor) query.set('cursor', cursor);
       return apiPaths.history(projectId, query);
     }, { signal: controller.signal, maxPages: MAX_API_PAGES })
-      .then(({ rows, complete: all }) => {
+      .then(({ rows, complete: all, waiting: behind }) => {
         setEntries({ state: 'ready', value: rows.reverse() });
-        setComplete(all);
+        setComplete(all || behind === true);
+        setWaiting(behind === true);
       })
       .catch((error: unknown) => {
         if (!controller.signal.aborted) setEntries({ state: 'error', message: error instanceof Error ? error.message : String(error) });
@@ -87,6 +90,7 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
       </form>
       <p><button type="button" class="button-quiet" onClick={() => setReadCount((count) => count + 1)}>Refresh</button></p>
       {!complete && <p class="notice">This history is longer than the console reads at once: only its oldest part is listed. Narrow it with a run id.</p>}
+      {waiting && <p class="notice">The newest events are not listed yet: the service has not finished checking them. Refresh in a moment.</p>}
       <LoadState loadable={entries} loadingText="Loading the history…" emptyText="No event matches.">
         {() => (
           <>
