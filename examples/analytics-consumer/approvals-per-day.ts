@@ -20,6 +20,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { NatsCredentials } from '../../src/config/config.ts';
 import { natsAccess } from '../../src/config/nats-access-config.ts';
 import { natsConnectionOptions } from '../../src/event-store/nats-connection.ts';
+import { signingBucketName } from '../../src/events/signing/event-signing.ts';
+import { readActivation } from '../../src/events/signing/signing-activation.ts';
+import { keyIdOf } from '../../src/events/signing/signing-keys.ts';
+import { Kvm } from '@nats-io/kv';
 import canonicalize from 'canonicalize';
 import pg from 'pg';
 import { createPublicKey, verify, type KeyObject } from 'node:crypto';
@@ -71,9 +75,16 @@ export type EventTrust =
       readonly kind: 'signatures';
       readonly keys: readonly SigningKey[];
       /**
-       * The stream sequence signing started at (`first_signed_seq` of the activation record,
-       * docs/events.md): unsigned events below it are legacy and believed. Default 0: every
-       * event must be signed.
+       * Reads the keys again (fromEnv: GET /api/v1/event-signing-keys), when an event names a
+       * key not among them: after a rotation the service signs with a key the consumer has not
+       * seen yet. An event whose key is still unknown after a refresh is refused.
+       */
+      readonly refreshKeys?: () => Promise<readonly SigningKey[]>;
+      /**
+       * The stream sequence signing started at: unsigned events below it are legacy and
+       * believed. Absent: `first_signed_seq` of the stream's signed activation record
+       * (docs/events.md), read at start; without a record that verifies, 0 (every event must be
+       * signed).
        */
       readonly firstSignedSeq?: number;
     }
@@ -177,8 +188,24 @@ export function parseActionEvent(data: Uint8Array, subject: string, seq: number)
   if (typeof event.prev_hash !== 'string' || !SHA256_HEX.test(event.prev_hash) || typeof event.hash !== 'string' || !SHA256_HEX.test(event.hash)) {
     throw new CorruptEventError(seq, 'prev_hash or hash is not a SHA-256 hex digest');
   }
+  // `<prefix>.v1.<workspace>.<account>.action.<action id>`: the whole address, as the service's
+  // admission checks it. A copy of an action's signed events on another action's subject
+  // would otherwise start a chain of its own there and be counted again.
   const tokens = subject.split('.');
-  if (tokens[2] !== event.workspace_id || tokens[3] !== event.account_id) throw new CorruptEventError(seq, `envelope does not belong on ${subject}`);
+  const aggregate = event.aggregate as { type?: unknown; id?: unknown } | null | undefined;
+  if (
+    tokens.length !== 6 ||
+    tokens[1] !== 'v1' ||
+    tokens[2] !== event.workspace_id ||
+    tokens[3] !== event.account_id ||
+    tokens[4] !== 'action' ||
+    typeof aggregate !== 'object' ||
+    aggregate === null ||
+    aggregate.type !== 'action' ||
+    aggregate.id !== tokens[5]
+  ) {
+    throw new CorruptEventError(seq, `envelope does not belong on ${subject}`);
+  }
   return event as unknown as ActionEvent;
 }
 
@@ -242,6 +269,8 @@ function keysById(keys: readonly SigningKey[]): Map<string, KeyObject> {
     keys.map((key) => {
       const object = createPublicKey(key.public_key_pem);
       if (object.asymmetricKeyType !== 'ed25519') throw new Error(`signing key ${key.key_id} is not an Ed25519 public key`);
+      // The id is the key's own fingerprint (docs/events.md): a list that names a key by another key's id is not the service's.
+      if (keyIdOf(object) !== key.key_id) throw new Error(`signing key ${key.key_id} is not the key its PEM holds (${keyIdOf(object)})`);
       return [key.key_id, object];
     }),
   );
@@ -258,6 +287,9 @@ export async function fetchSigningKeys(url: string): Promise<SigningKey[]> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Least time between two reads of the signing keys (see ApprovalsPerDayConsumer.verify). */
+const KEY_REFRESH_MS = 5_000;
+
 export class ApprovalsPerDayConsumer {
   readonly durableName: string;
   readonly filterSubject: string;
@@ -265,8 +297,9 @@ export class ApprovalsPerDayConsumer {
   private readonly checkpointTable: string;
   private readonly chainTable: string;
   /** The trusted keys by id, with trust `signatures`; null when trusting NATS permissions. */
-  private readonly keys: ReadonlyMap<string, KeyObject> | null;
-  private readonly firstSignedSeq: number;
+  private keys: ReadonlyMap<string, KeyObject> | null;
+  private firstSignedSeq: number;
+  private lastKeyRefresh = 0;
   private nc: NatsConnection | null = null;
   private db: pg.Client | null = null;
   private loop: Promise<void> | null = null;
@@ -300,14 +333,20 @@ export class ApprovalsPerDayConsumer {
     const access = natsAccess((name) => env[name]?.trim() ?? '', problems);
     const trustKind = env.ANALYTICS_TRUST ?? 'signatures';
     if (trustKind !== 'signatures' && trustKind !== 'nats-permissions') problems.push(`ANALYTICS_TRUST must be signatures or nats-permissions, got '${trustKind}'`);
-    const firstSignedSeq = Number(env.EVENT_FIRST_SIGNED_SEQ ?? 0);
-    if (!Number.isSafeInteger(firstSignedSeq) || firstSignedSeq < 0) problems.push('EVENT_FIRST_SIGNED_SEQ must be a stream sequence (0 or more)');
+    const firstSignedSeq = env.EVENT_FIRST_SIGNED_SEQ === undefined ? undefined : Number(env.EVENT_FIRST_SIGNED_SEQ);
+    if (firstSignedSeq !== undefined && (!Number.isSafeInteger(firstSignedSeq) || firstSignedSeq < 0)) problems.push('EVENT_FIRST_SIGNED_SEQ must be a stream sequence (0 or more)');
     if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
+    const keysUrl = env.EVENT_SIGNING_KEYS_URL ?? 'http://127.0.0.1:8080/api/v1/event-signing-keys';
     const trust: EventTrust =
       extra.trust ??
       (trustKind === 'nats-permissions'
         ? { kind: 'nats-permissions' }
-        : { kind: 'signatures', keys: await fetchSigningKeys(env.EVENT_SIGNING_KEYS_URL ?? 'http://127.0.0.1:8080/api/v1/event-signing-keys'), firstSignedSeq });
+        : {
+            kind: 'signatures',
+            keys: await fetchSigningKeys(keysUrl),
+            refreshKeys: () => fetchSigningKeys(keysUrl),
+            ...(firstSignedSeq === undefined ? {} : { firstSignedSeq }),
+          });
     return new ApprovalsPerDayConsumer({
       natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
       natsCredentials: access.natsCredentials,
@@ -351,6 +390,8 @@ export class ApprovalsPerDayConsumer {
       const { natsUrl, natsCredentials = { kind: 'none' }, natsTlsCa } = this.options;
       const nc = await connect(natsConnectionOptions({ natsUrl, natsCredentials, natsTlsCa }, this.durableName));
       try {
+        await this.checkTrust(db, nc);
+        if (this.options.trust.kind === 'signatures' && this.options.trust.firstSignedSeq === undefined) this.firstSignedSeq = await this.activationPoint(nc);
         await this.ensureConsumer(nc, checkpoint);
       } catch (error) {
         await nc.close();
@@ -438,21 +479,80 @@ export class ApprovalsPerDayConsumer {
       `ALTER TABLE ${this.checkpointTable} ADD COLUMN IF NOT EXISTS trust text`,
     ];
     for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate);
-    await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq, trust) VALUES ($1, 0, $2) ON CONFLICT DO NOTHING`, [this.durableName, this.options.trust.kind]);
-    // Chains are only known from the subject's first event: a consumer that counted without
-    // them cannot start checking them halfway through the log.
+    const created = await db.query(`INSERT INTO ${this.checkpointTable} (consumer, last_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING RETURNING consumer`, [this.durableName]);
+    // A new checkpoint starts the chains afresh: heads left by an earlier life of this consumer name would refuse its events.
+    if (created.rowCount === 1) await db.query(`DELETE FROM ${this.chainTable} WHERE consumer = $1`, [this.durableName]);
+    this.migrated = true;
+  }
+
+  /**
+   * Chains are only known from each subject's first event: a consumer that read the log without
+   * following them (trust `nats-permissions`, or a version before signatures) cannot start
+   * following them halfway through it. Checked under the advisory lock, so a standby started in
+   * the other mode does not rewrite what the active copy is doing.
+   */
+  private async checkTrust(db: pg.Client, nc: NatsConnection): Promise<void> {
     const { rows } = await db.query(`SELECT last_seq, trust FROM ${this.checkpointTable} WHERE consumer = $1`, [this.durableName]);
     const recorded = rows[0] as { last_seq: string; trust: string | null };
-    if (this.keys && Number(recorded.last_seq) > 0 && recorded.trust !== 'signatures') {
+    if (!this.keys) {
+      await db.query(`UPDATE ${this.checkpointTable} SET trust = 'nats-permissions' WHERE consumer = $1`, [this.durableName]);
+      return;
+    }
+    if (recorded.trust === 'signatures') return;
+    // Without signatures, events it did not count moved nothing in Postgres: the durable consumer may be past them.
+    const read = Number(recorded.last_seq) > 0 || recorded.trust === 'nats-permissions' || (await this.durableHasDelivered(nc));
+    if (read) {
+      const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
       throw new Error(
-        `consumer ${this.durableName} counted up to stream sequence ${recorded.last_seq} without checking signatures and chains; ` +
-          `to count from the start with them, delete its rows (DELETE FROM ${this.table}; DELETE FROM ${this.checkpointTable} WHERE consumer = '${this.durableName}') ` +
-          `and its durable consumer (nats consumer rm ${this.options.stream} ${this.durableName}), or keep ANALYTICS_TRUST=nats-permissions`,
+        `consumer ${this.durableName} has read the log without checking signatures and chains; to count from the start with them, ` +
+          `delete its rows (DELETE FROM ${this.table}; DELETE FROM ${this.checkpointTable} WHERE consumer = ${literal(this.durableName)}; ` +
+          `DELETE FROM ${this.chainTable} WHERE consumer = ${literal(this.durableName)}) and its durable consumer, with a NATS user that may ` +
+          `(nats consumer rm ${this.options.stream} ${JSON.stringify(this.durableName)}; the read-only analytics user may not), or keep ANALYTICS_TRUST=nats-permissions`,
       );
     }
-    // Counting without chains leaves the heads behind: a later start with signatures must refuse too.
-    if (Number(recorded.last_seq) === 0 || !this.keys) await db.query(`UPDATE ${this.checkpointTable} SET trust = $2 WHERE consumer = $1`, [this.durableName, this.options.trust.kind]);
-    this.migrated = true;
+    await db.query(`UPDATE ${this.checkpointTable} SET trust = 'signatures' WHERE consumer = $1`, [this.durableName]);
+  }
+
+  private async durableHasDelivered(nc: NatsConnection): Promise<boolean> {
+    try {
+      const info = await (await jetstreamManager(nc)).consumers.info(this.options.stream, this.durableName);
+      return info.delivered.stream_seq > 0;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * The stream's activation point (docs/events.md, "Events from before signing"), when none was
+   * configured: the signed record in the `<stream>_signing` bucket. Without one that verifies
+   * (or that this NATS user may read), every event must be signed.
+   */
+  private async activationPoint(nc: NatsConnection): Promise<number> {
+    try {
+      const kv = await new Kvm(nc).open(signingBucketName(this.options.stream));
+      const keys = [...this.keys!].map(([keyId, publicKey]) => ({ keyId, publicKey, status: 'current' as const }));
+      const point = await readActivation(kv, this.options.stream, keys);
+      if (point) return point.firstSignedSeq;
+      this.log('no signed activation record: every event must be signed (set EVENT_FIRST_SIGNED_SEQ for a log with events from before signing)');
+    } catch (error) {
+      this.log(`the activation record could not be read (${error instanceof Error ? error.message : String(error)}): every event must be signed`);
+    }
+    return 0;
+  }
+
+  /** Checks the signature, reading the keys again first when the event names a key not among them (a rotation). */
+  private async verify(event: ActionEvent, seq: number): Promise<void> {
+    const refresh = this.options.trust.kind === 'signatures' ? this.options.trust.refreshKeys : undefined;
+    if (refresh && typeof event.key_id === 'string' && !this.keys!.has(event.key_id)) {
+      // At most one refresh every KEY_REFRESH_MS: events naming made-up keys cannot hammer the service.
+      // A refresh that fails is a failure like any other: the message is retried, not refused.
+      const wait = this.lastKeyRefresh + KEY_REFRESH_MS - Date.now();
+      if (wait > 0) await sleep(wait);
+      this.lastKeyRefresh = Date.now();
+      this.keys = keysById(await refresh());
+    }
+    verifySignature(event, seq, this.keys!, this.firstSignedSeq);
   }
 
   private async readCheckpoint(db: pg.Client): Promise<number> {
@@ -549,7 +649,7 @@ export class ApprovalsPerDayConsumer {
       return;
     }
     const event = parseActionEvent(message.data, message.subject, seq);
-    if (this.keys) verifySignature(event, seq, this.keys, this.firstSignedSeq);
+    if (this.keys) await this.verify(event, seq);
     const type = event.type;
     const count = COUNTED_TYPES.has(type) ? countOf(event, seq) : null;
     if (count === null && !this.keys) {

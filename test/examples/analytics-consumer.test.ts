@@ -14,7 +14,8 @@ import type { EventEnvelope, UnsealedEvent } from '../../src/events/envelope.ts'
 import { sealEvent } from '../../src/events/event-hash.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { eventually } from '../support/eventually.ts';
-import { exampleConsumerOn } from '../support/example-consumer.ts';
+import { keyIdOf } from '../../src/events/signing/signing-keys.ts';
+import { exampleConsumerOn, testServiceSigningKey } from '../support/example-consumer.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
 interface Totals {
@@ -71,6 +72,15 @@ describe('examples/analytics-consumer: approvals per day', function () {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await client.end();
   });
+
+  const unrelated = new EventSigner(generateKeyPairSync('ed25519').privateKey);
+
+  async function dropSchema(name: string): Promise<void> {
+    const client = new pg.Client({ connectionString: svc.config.databaseUrl });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+    await client.end();
+  }
 
   async function call(method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
     const response = await svc.request(method, path, { key, body });
@@ -290,6 +300,9 @@ describe('examples/analytics-consumer: approvals per day', function () {
     const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
     const foreignKey = await publish(subject, approval(attacker));
     const replayed = await publish(earlier!.subject, earlier!.text);
+    // The same signed bytes on an action subject of their own: a chain that starts afresh there.
+    const elsewhere = earlier!.subject.replace(/[^.]+$/, uuidv4());
+    const copied = await publish(elsewhere, earlier!.text);
     // The service goes on: the real approval of the same action continues the chain the forgeries did not move.
     const result = await call('POST', `/api/v1/accounts/${a}/approvals/${queued.id}/approve`, tenant.keys.write, { note: 'real' });
     expect(result.status, JSON.stringify(result.body)).to.equal(200);
@@ -297,11 +310,70 @@ describe('examples/analytics-consumer: approvals per day', function () {
 
     await consumer.start();
     await expectExactCounts(consumer);
-    expect(consumer.getStats().corrupt).to.equal(3);
+    expect(consumer.getStats().corrupt).to.equal(4);
     const skipped = (seq: number) => logged.find((line) => line.startsWith(`skipped: stream sequence ${seq} `)) ?? '';
     expect(skipped(unsigned)).to.match(/untrusted: unsigned/);
     expect(skipped(foreignKey)).to.match(new RegExp(`untrusted: signed by unknown key "${attacker.keyId}"`));
     expect(skipped(replayed)).to.match(/chain-broken/);
+    expect(skipped(copied)).to.match(/envelope does not belong on/);
     await consumer.stop();
+  });
+  it('reads the signing keys again when an event names a key it does not know (a rotation), at most once every 5 s', async () => {
+    const rotationSchema = `${schema}_rotation`;
+    let refreshes = 0;
+    const consumer = exampleConsumerOn(svc.config, rotationSchema, {
+      durableName: 'analytics-rotation',
+      // It starts knowing only a key that signed nothing here; the service's key comes with a refresh.
+      trust: {
+        kind: 'signatures',
+        keys: [{ key_id: keyIdOf(unrelated.publicKey), public_key_pem: unrelated.publicKey.export({ format: 'pem', type: 'spki' }).toString() }],
+        refreshKeys: async () => {
+          refreshes++;
+          return [testServiceSigningKey(svc.config)];
+        },
+      },
+    });
+    consumers.push(consumer);
+    try {
+      await consumer.start();
+      await expectExactCounts(consumer);
+      expect(consumer.getStats().corrupt).to.equal(4);
+      // Once for the service's key; once, 5 s later at the earliest, for the forger's, which is still unknown after it.
+      expect(refreshes).to.equal(2);
+    } finally {
+      await consumer.stop();
+      await dropSchema(rotationSchema);
+    }
+  });
+
+  it('refuses to start checking signatures where it read the log without them, even when it counted nothing', async () => {
+    const switchSchema = `${schema}_switch`;
+    const options = { durableName: 'analytics-switch' };
+    const permissive = exampleConsumerOn(svc.config, switchSchema, { ...options, trust: { kind: 'nats-permissions' } });
+    consumers.push(permissive);
+    try {
+      await permissive.start();
+      await eventually(async () => {
+        const info = await svc.service.infrastructure.jsm.consumers.info(svc.config.eventStream, 'analytics-switch');
+        expect(info.num_pending + info.num_ack_pending).to.equal(0);
+      }, 20_000, 100);
+      await permissive.stop();
+      const strict = exampleConsumerOn(svc.config, switchSchema, options);
+      const refused = async () => {
+        const error = await strict.start().then(() => null, (failure: unknown) => failure as Error);
+        expect(error?.message).to.match(/has read the log without checking signatures and chains/);
+        expect(error?.message).to.include(`DELETE FROM "${switchSchema}".consumer_chain_heads WHERE consumer = 'analytics-switch'`);
+      };
+      await refused();
+      // As a version before signatures left it: nothing counted, no mode recorded, but its durable consumer read the events.
+      const client = new pg.Client({ connectionString: svc.config.databaseUrl });
+      await client.connect();
+      await client.query(`UPDATE "${switchSchema}".consumer_checkpoint SET last_seq = 0, trust = NULL`);
+      await client.end();
+      await refused();
+    } finally {
+      await svc.service.infrastructure.jsm.consumers.delete(svc.config.eventStream, 'analytics-switch').catch(() => undefined);
+      await dropSchema(switchSchema);
+    }
   });
 });
