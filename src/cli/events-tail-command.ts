@@ -21,16 +21,19 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   else if (typeof options.since === 'string') from = await infra.store.firstSeqAtOrAfter(new Date(options.since));
   const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
   // Subjects that start in the range are followed from their first event: a replayed copy on
-  // them prints as corrupt. From the beginning (the default) that is every subject.
-  const chains = new SubjectChains();
-  const show = (result: AdmissionResult) => {
+  // them prints as corrupt. From the beginning (the default) that is every subject. Unless the
+  // read covers the whole stream as it was ever written, a first event is checked to be its
+  // subject's first message.
+  const wholeStream = from <= 1 && (await infra.store.firstSequence()) === 1;
+  const chains = new SubjectChains(wholeStream ? {} : { firstSeqOf: (subject) => infra.store.firstSeqOf(subject) });
+  const show = async (result: AdmissionResult) => {
     if (!result.ok) {
       const { seq, subject, code, error } = result.corrupt;
       print({ seq, subject, corrupt: true, code, error });
       return;
     }
     const { seq, subject, event } = result.stored;
-    if (chains.place(seq, subject, event) === ChainPlace.Broken) {
+    if ((await chains.place(seq, subject, event)) === ChainPlace.Broken) {
       const error = `prev_hash ${event.prev_hash} does not continue its subject's chain: a replayed or inserted event`;
       print({ seq, subject, corrupt: true, code: InadmissibleCode.ChainBroken, error });
       return;
@@ -38,7 +41,7 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
     if (!type || event.type === type) print({ seq, subject, ...event });
   };
   if (!options.follow) {
-    for await (const result of infra.store.readFilteredChecked(filter, from)) show(result);
+    for await (const result of infra.store.readFilteredChecked(filter, from)) await show(result);
     return 0;
   }
   const controller = new AbortController();
@@ -46,7 +49,7 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    for await (const result of infra.store.followChecked(filter, from, controller.signal)) show(result);
+    for await (const result of infra.store.followChecked(filter, from, controller.signal)) await show(result);
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);

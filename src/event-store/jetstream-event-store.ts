@@ -48,25 +48,6 @@ export interface EventStoreOptions {
   readonly readStallCheckMs?: number;
 }
 
-/**
- * The event log on one JetStream stream. Appends are chained by hash per aggregate and
- * guarded by the subject's expected last sequence, so two writers deciding on the same
- * state cannot both succeed.
- *
- * Reads come in three kinds. The `*Checked` reads go through this store's admission, which
- * refuses what cannot be believed (not JSON, schema, hostile text, foreign subject, bad or
- * missing signature) as a value, not a throw. `readRaw`, `followRaw` and `rawAt` return the
- * stored bytes to a caller that admits them itself (projectors, history, SSE, audit).
- * `readFiltered`, `readSubject`, `lastOf`, `at`, `follow` and `positionOf` believe the bytes
- * as stored: they are for tests and benchmark baselines, never for a decision (the write
- * model takes its position from believed events, src/event-store/aggregate-repository.ts).
- *
- * @example
- * ```ts
- * const { state, ...position } = await repository.load(subject); // believed events only
- * await store.append(subject, decide(command, state), position); // AppendConflictError on a race
- * ```
- */
 let currentTurn: Promise<void> | undefined;
 
 /**
@@ -88,6 +69,25 @@ function publishTurn(): Promise<void> {
   ));
 }
 
+/**
+ * The event log on one JetStream stream. Appends are chained by hash per aggregate and
+ * guarded by the subject's expected last sequence, so two writers deciding on the same
+ * state cannot both succeed.
+ *
+ * Reads come in three kinds. The `*Checked` reads go through this store's admission, which
+ * refuses what cannot be believed (not JSON, schema, hostile text, foreign subject, bad or
+ * missing signature) as a value, not a throw. `readRaw`, `followRaw` and `rawAt` return the
+ * stored bytes to a caller that admits them itself (projectors, history, SSE, audit).
+ * `readFiltered`, `readSubject`, `lastOf`, `at`, `follow` and `positionOf` believe the bytes
+ * as stored: they are for tests and benchmark baselines, never for a decision (the write
+ * model takes its position from believed events, src/event-store/aggregate-repository.ts).
+ *
+ * @example
+ * ```ts
+ * const { state, ...position } = await repository.load(subject); // believed events only
+ * await store.append(subject, decide(command, state), position); // AppendConflictError on a race
+ * ```
+ */
 export class JetStreamEventStore implements EventStore {
   private readonly validator: EventValidator;
   /** How the `*Checked` reads decide what to believe (schema, clean text, subject, authenticity). */
@@ -302,6 +302,21 @@ export class JetStreamEventStore implements EventStore {
       if (signal.aborted) return;
       yield { seq: message.seq, subject: message.subject, text: message.string(), data: message.data };
     }
+  }
+
+  /** The sequence of the first message still stored on a subject, or null when it has none. One round trip. */
+  async firstSeqOf(subject: string): Promise<number | null> {
+    try {
+      return (await this.jsm.direct.getMessage(this.streamName, { seq: 1, next_by_subj: subject }))?.seq ?? null;
+    } catch (error) {
+      if (isNatsUnavailable(error)) throw new EventStoreUnavailableError(`reading ${subject} failed: ${String(error)}`, { cause: error });
+      throw error;
+    }
+  }
+
+  /** The stream's first stored sequence (1 until retention removes messages; last + 1 when empty). */
+  async firstSequence(): Promise<number> {
+    return (await this.jsm.streams.info(this.streamName)).state.first_seq;
   }
 
   /**

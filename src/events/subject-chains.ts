@@ -4,46 +4,85 @@ import { GENESIS_HASH, type EventEnvelope } from './envelope.ts';
 export const ChainPlace = {
   /** It continues a chain the reader follows. */
   Continues: 'continues',
-  /** It names another predecessor than the last event the reader believed there: a replayed or inserted copy. */
+  /** It is not where its chain says it belongs: a replayed or inserted copy. */
   Broken: 'broken',
   /** Its subject started before the reader's first event, and nothing anchors it: the reader cannot judge it. */
   Unknown: 'unknown',
 } as const;
 export type ChainPlace = (typeof ChainPlace)[keyof typeof ChainPlace];
 
+export interface SubjectChainsOptions {
+  /**
+   * The first message still stored on a subject. Asked when an event that names the genesis
+   * hash shows up on a subject the reader has not seen: it starts the subject only when it is
+   * the subject's first message, or it is a replayed copy of that first event. Leave it out only
+   * when the reader reads the stream from its first message and nothing was ever removed.
+   */
+  readonly firstSeqOf?: (subject: string) => Promise<number | null>;
+  /** Subjects followed at once; past it those first seen longest ago are dropped (and judged unknown after). */
+  readonly maxSubjects?: number;
+}
+
+const DEFAULT_MAX_SUBJECTS = 100_000;
+
 /**
  * The hash chains of the subjects a reader sees, followed in stream order: a subject from its
- * first event (`prev_hash` the genesis hash), or from an event the reader already knows to be
- * in place (`anchorAt`, e.g. a run's RunQueued at the sequence the read model recorded). A
- * validly signed event published again later (a replay) names an older predecessor than the
- * subject's last believed event, and is told apart from the events that happened. The write
- * model and the projections apply the same rule (projections/runtime/chain-heads.ts).
+ * first event, or from the first believed event at or after an anchor (`anchorFrom`, e.g. a run's
+ * RunQueued at the sequence the read model recorded). A validly signed event published again
+ * later (a replay) names an older predecessor than the subject's last believed event, or is a
+ * first event that is not the subject's first message, and is told apart from the events that
+ * happened. The write model and the projections apply the same rule
+ * (projections/runtime/chain-heads.ts).
  *
  * @example
- * const chains = new SubjectChains().anchorAt(accountSubject, queuedSeq);
+ * const chains = new SubjectChains({ firstSeqOf: (subject) => store.firstSeqOf(subject) }).anchorFrom(accountSubject, queuedSeq);
  * for await (const { seq, subject, event } of events) {
- *   if (chains.place(seq, subject, event) === ChainPlace.Broken) markReplayed(seq);
+ *   if ((await chains.place(seq, subject, event)) === ChainPlace.Broken) markReplayed(seq);
  * }
  */
 export class SubjectChains {
   private readonly heads = new Map<string, string>();
   private readonly anchors = new Map<string, number>();
+  private readonly firstSeqOf: ((subject: string) => Promise<number | null>) | undefined;
+  private readonly maxSubjects: number;
 
-  /** The event at `seq` on `subject` is in place: its chain is followed from it. */
-  anchorAt(subject: string, seq: number): this {
+  constructor(options: SubjectChainsOptions = {}) {
+    this.firstSeqOf = options.firstSeqOf;
+    this.maxSubjects = options.maxSubjects ?? DEFAULT_MAX_SUBJECTS;
+  }
+
+  /** The first believed event on `subject` at or after `seq` is in place: its chain is followed from it. */
+  anchorFrom(subject: string, seq: number): this {
     this.anchors.set(subject, seq);
     return this;
   }
 
-  /** Judges the reader's next event (in stream order) and moves its subject's head when it continues. */
-  place(seq: number, subject: string, event: Pick<EventEnvelope, 'prev_hash' | 'hash'>): ChainPlace {
+  /** Judges the reader's next believed event (in stream order) and moves its subject's head when it continues. */
+  async place(seq: number, subject: string, event: Pick<EventEnvelope, 'prev_hash' | 'hash'>): Promise<ChainPlace> {
     const head = this.heads.get(subject);
-    if (head === undefined) {
-      if (event.prev_hash !== GENESIS_HASH && this.anchors.get(subject) !== seq) return ChainPlace.Unknown;
-    } else if (event.prev_hash !== head) {
-      return ChainPlace.Broken;
+    if (head !== undefined) {
+      if (event.prev_hash !== head) return ChainPlace.Broken;
+    } else {
+      const anchor = this.anchors.get(subject);
+      if (anchor !== undefined && seq >= anchor) {
+        this.anchors.delete(subject);
+      } else if (event.prev_hash !== GENESIS_HASH) {
+        return ChainPlace.Unknown;
+      } else if (this.firstSeqOf && (await this.firstSeqOf(subject)) !== seq) {
+        return ChainPlace.Broken;
+      }
     }
     this.heads.set(subject, event.hash);
+    if (this.heads.size > this.maxSubjects) this.forgetOldest();
     return ChainPlace.Continues;
+  }
+
+  /** Drops the tenth of the subjects first seen longest ago, in one pass (one at a time, each drop would walk the dropped ones before it). */
+  private forgetOldest(): void {
+    let left = Math.ceil(this.maxSubjects / 10);
+    for (const subject of this.heads.keys()) {
+      this.heads.delete(subject);
+      if (--left === 0) return;
+    }
   }
 }

@@ -6,7 +6,7 @@ import { allowedMethods } from './allowed-methods.ts';
 import { createHealthRouter, type ReadinessCheck } from './health-routes.ts';
 import { accessLog } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
-import { requestId } from './middleware/request-id.ts';
+import { requestId, requestIdOf } from './middleware/request-id.ts';
 import { routeNotFound } from './middleware/route-not-found.ts';
 import { metricsRouter } from './routes/metrics-routes.ts';
 
@@ -33,6 +33,10 @@ export function createOperationsApp(options: OperationsAppOptions): Koa {
   const { config, logger } = options;
   const app = new Koa({ proxy: false });
   app.silent = true;
+  // Only errors after the response started (a failing body) get here; the error handler catches the rest.
+  app.on('error', (error: unknown, ctx?: Koa.Context) => {
+    logger.error({ err: error, request_id: ctx ? requestIdOf(ctx) : undefined }, 'error while sending a response');
+  });
   app.use(requestId());
   app.use(accessLog(logger));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));

@@ -14,8 +14,15 @@ export const READY_LAG_EVENTS = 1000;
  * Parked events (the quarantine) are named in the projections detail but do not make the
  * instance unready: the projectors went past them, and every other tenant is served.
  */
-export function readinessChecks(options: { infrastructure: Infrastructure; projectors: readonly Projector[] }): ReadinessCheck[] {
+export function readinessChecks(options: {
+  infrastructure: Infrastructure;
+  /** The projectors of this process; read at each check, so it may fill after the checks are made. */
+  projectors: readonly Projector[];
+  /** Whether this process has the projectors role (default: it has projectors already). */
+  runsProjectors?: boolean;
+}): ReadinessCheck[] {
   const { infrastructure, projectors } = options;
+  const runsProjectors = options.runsProjectors ?? projectors.length > 0;
   const checks: ReadinessCheck[] = [
     {
       name: 'nats',
@@ -33,7 +40,7 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
       },
     },
   ];
-  if (projectors.length === 0) {
+  if (!runsProjectors) {
     // The read models this process serves are built elsewhere: until a projector has run on
     // this database its tables do not exist, and every read would answer 503.
     checks.push({
@@ -50,6 +57,7 @@ export function readinessChecks(options: { infrastructure: Infrastructure; proje
     checks.push({
       name: 'projections',
       check: async () => {
+        if (projectors.length === 0) return { ok: false, detail: 'the projectors are starting' };
         const head = await infrastructure.store.lastSequence();
         const behind = projectors
           .flatMap((p) => p.statuses())

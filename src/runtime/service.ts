@@ -85,6 +85,19 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),
   });
+  // A process without the http role still answers probes and scrapes. Its port is taken before
+  // any consumer starts: a start that fails on it must not have picked up work first.
+  let operations: HttpServer | undefined;
+  if (!config.roles.includes('http')) {
+    const readiness = readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') });
+    const app = createOperationsApp({ config, logger, readiness, registry: metrics.registry });
+    try {
+      operations = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
+    } catch (error) {
+      await infrastructure.close();
+      throw error;
+    }
+  }
   if (config.roles.includes('projectors')) {
     // One consumer and one admission of each batch for every projection, each in its own transaction.
     const projector = new Projector({
@@ -168,7 +181,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         metricsRouter(metrics.registry),
       ],
       observeRequest: (method, route, status, seconds) => metrics.observeHttpRequest(method, route, status, seconds),
-      readiness: readinessChecks({ infrastructure, projectors }),
+      readiness: readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') }),
       readinessAudience: async (ctx) => {
         if (isLoopback(ctx.ip)) return true;
         const header = ctx.get('authorization');
@@ -245,19 +258,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     stopWorkers.push(() => changeImporter.stop());
   }
 
-  let operations: HttpServer | undefined;
-  if (!http) {
-    const app = createOperationsApp({ config, logger, readiness: readinessChecks({ infrastructure, projectors }), registry: metrics.registry });
-    try {
-      operations = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
-    } catch (error) {
-      // The workers and projectors started above must not outlive a start that failed.
-      await Promise.all(stopWorkers.map((stop) => stop()));
-      for (const stop of stopProjectors) await stop();
-      await infrastructure.close();
-      throw error;
-    }
-  }
   const listening = http ?? operations;
   logger.info({ roles: config.roles, port: listening?.port, stream: config.eventStream, schema: config.databaseSchema }, 'service started');
   return {

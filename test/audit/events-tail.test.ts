@@ -74,4 +74,20 @@ describe('adsagent events tail', function () {
     expect(replay).to.not.have.property('type');
     expect(printed.filter((line) => line.type === 'RunQueued' && line.seq === queuedSeq)).to.have.length(1);
   });
+  it('from a later sequence, prints a replayed first event as chain-broken and the genuine events after it as events', async () => {
+    const infra = svc.service.infrastructure;
+    const account = tenant.accounts.sandbox2;
+    const subject = infra.subjects.forAggregate(streams.account(tenant.workspaceId, account));
+    const first = (await infra.store.firstSeqOf(subject))!;
+    // AccountCreated's signed bytes again, long after the subject began.
+    const replayed = (await infra.js.publish(subject, (await infra.store.rawAt(first))!.data)).seq;
+    const runId = await startRun(svc, tenant.keys.write, account, 'after the replay');
+    const result = await runCli(svc.config, ['events', 'tail', '--account', account, '--from-seq', String(replayed)]);
+    expect(result.code, result.stderr).to.equal(0);
+    const printed = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    expect(printed[0]).to.deep.include({ seq: replayed, corrupt: true, code: 'chain-broken' });
+    const queued = printed.find((line) => line.type === 'RunQueued' && line.data.run_id === runId);
+    expect(queued, 'the genuine RunQueued after the replay').to.not.equal(undefined);
+    expect(printed.filter((line) => line.corrupt)).to.have.length(1);
+  });
 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createServer } from 'node:net';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { startService, type RunningService } from '../../src/runtime/service.ts';
@@ -68,5 +69,39 @@ describe('a process without the http role serves health and metrics on its port'
     // The API process worked on no run: its counters did not move.
     const apiMetrics = await (await fetch(`${api.baseUrl}/metrics`)).text();
     expect(sample(apiMetrics, 'agent_step_duration_seconds_count{step="model_turn"}')).to.equal(0);
+  });
+});
+
+describe('a process without the http role whose port is taken', function () {
+  this.timeout(60_000);
+  let api: TestService;
+
+  before(async () => {
+    api = await startTestService('opsportclash', { ROLES: 'http,projectors' });
+  });
+  after(async () => api?.stop());
+
+  it('fails to start before it takes any work: a queued run stays queued for a worker that can start', async () => {
+    const tenant = await api.tenant('clash');
+    const runId = await startRun(api, tenant.keys.write, tenant.accounts.sandbox, 'Find wasted spend');
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const config = loadConfig({ ...serviceEnv(api.config), PORT: String(port), HOST: '127.0.0.1', ROLES: 'agent-worker' });
+      const failure = await startService(config, createLogger('silent')).then(
+        async (started) => {
+          await started.stop();
+          return null;
+        },
+        (error: unknown) => error as NodeJS.ErrnoException,
+      );
+      expect(failure?.code).to.equal('EADDRINUSE');
+    } finally {
+      holder.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const run = await (await api.request('GET', `/api/v1/runs/${runId}`, { key: tenant.keys.read })).json();
+    expect(run.status, 'no worker picked the run up').to.equal('queued');
   });
 });

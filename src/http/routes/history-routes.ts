@@ -50,7 +50,9 @@ export const listHistoryRoute = defineRoute<ApiContext>()<HistoryQuery>({
     'most `HISTORY_SCAN_BUDGET` events and answers at most `HISTORY_MAX_PAGE_BYTES` of JSON (a single larger event still comes alone): ' +
     'a page cut short by either is shorter than `limit` and still carries `next_cursor`, so only a null `next_cursor` means the end. ' +
     'A stored message that is not a trustworthy event (not JSON, fails its schema, unknown type or version, envelope not matching its ' +
-    'subject) is listed in its place as `{seq, subject, corrupt: true, code, error}`, never a 500.',
+    'subject) is listed in its place as `{seq, subject, corrupt: true, code, error}`, never a 500; so is a replayed copy of a signed event ' +
+    '(code `chain-broken`, as the projections judged it). While the projections have not judged the newest events, a page waits up to ' +
+    '3 s and then ends at the last event they judged, with `next_cursor` there (the `cursor` sent, on an empty page, when they judged none past it).',
   access: 'read',
   backedBy: ['event-log', 'database'],
   pathParameters: { projectId: PROJECT_ID },
@@ -83,7 +85,8 @@ export const HISTORY_ROUTES: readonly RouteDefinition<ApiContext>[] = [listHisto
  * Bounded per request: at most HISTORY_SCAN_BUDGET events are read and at most
  * HISTORY_MAX_PAGE_BYTES of JSON answered; a page cut short by either still carries a
  * next_cursor, so a client walks on. A stored message that does not parse, fails its
- * schema or does not match its subject is listed as `{seq, subject, corrupt: true, error}`.
+ * schema or does not match its subject is listed as `{seq, subject, corrupt: true, error}`,
+ * and so is a replayed copy (`chain-broken`, see markChainBreaks).
  */
 export function historyRouter(api: ApiContext): Router {
   return mountRoutes(HISTORY_ROUTES, api, { limits: api.config, keys: api.keys });
@@ -210,10 +213,14 @@ async function markChainBreaks(
   if (believed.length === 0) return { entries, cutAt: null };
   let judged = entries;
   let cutAt: number | null = null;
-  if (!(await api.barrier.reach(RUNS_PROJECTION, Math.max(...believed)))) {
+  const newest = Math.max(...believed);
+  if (!(await api.barrier.reach(RUNS_PROJECTION, newest))) {
+    // Read again: a batch committed since the barrier's last look may have judged the whole page.
     const checkpoint = (await readCheckpoint(api.db, RUNS_PROJECTION))?.lastSeq ?? 0;
-    judged = entries.filter((entry) => (entry.seq as number) <= checkpoint);
-    cutAt = Math.max(cursor, checkpoint);
+    if (checkpoint < newest) {
+      judged = entries.filter((entry) => (entry.seq as number) <= checkpoint);
+      cutAt = Math.max(cursor, checkpoint);
+    }
   }
   const breaks = await chainBreaksAmong(api.db, RUNS_PROJECTION, believed);
   if (breaks.size === 0) return { entries: judged, cutAt };

@@ -152,14 +152,17 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       const queuedSeq = Number(run.queued_seq);
       // Read from the run's RunQueued even when resuming, so the chains are followed from their
       // start; what the client already received is not sent again.
-      // The account subject from the run's RunQueued (the read model believed it there); its run
-      // and action subjects start during the run.
-      const chains = new SubjectChains().anchorAt(api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)), queuedSeq);
+      // The account subject from the run's RunQueued (the read model believed it there; a later
+      // event when that one is no longer believed); its run and action subjects start during the run.
+      const chains = new SubjectChains({ firstSeqOf: (subject) => api.store.firstSeqOf(subject) }).anchorFrom(
+        api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)),
+        queuedSeq,
+      );
       void (async () => {
         try {
           for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
             const admitted = admitRawEvent(api.store.admission, raw);
-            const place = admitted.kind === 'corrupt' ? null : chains.place(raw.seq, raw.subject, admitted.event);
+            const place = admitted.kind === 'corrupt' ? null : await chains.place(raw.seq, raw.subject, admitted.event);
             if (raw.seq <= resumeAfter) continue;
             if (admitted.kind === 'corrupt' || place === ChainPlace.Broken) {
               // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
