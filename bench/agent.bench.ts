@@ -22,6 +22,7 @@ import { createPlatform } from '../src/platform/create-platform.ts';
 import type { Infrastructure } from '../src/runtime/infrastructure.ts';
 import { AGENT_WORKER_CONSUMER } from '../src/workers/agent-worker.ts';
 import { serviceEnv } from '../test/support/cli.ts';
+import { sampleOf } from '../test/support/prometheus.ts';
 import type { TestService } from '../test/support/test-service.ts';
 import { envelopeGapMs, inPool, RunWatcher, startBenchService } from './support/bench-service.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
@@ -296,14 +297,8 @@ type StepTotals = Record<AgentStep, { seconds: number; count: number }>;
 /** The agent step totals a process's /metrics shows now. */
 async function scrapeStepTotals(metricsUrl: string): Promise<StepTotals> {
   const text = await (await fetch(metricsUrl)).text();
-  const totals = Object.fromEntries(Object.values(AgentStep).map((step) => [step, { seconds: 0, count: 0 }])) as StepTotals;
-  for (const match of text.matchAll(/^agent_step_duration_seconds_(sum|count)\{step="([a-z_]+)"\} (\S+)$/gm)) {
-    const entry = totals[match[2] as AgentStep];
-    if (!entry) continue;
-    if (match[1] === 'sum') entry.seconds = Number(match[3]);
-    else entry.count = Number(match[3]);
-  }
-  return totals;
+  const series = (kind: 'sum' | 'count', step: AgentStep) => sampleOf(text, `agent_step_duration_seconds_${kind}{step="${step}"}`) ?? 0;
+  return Object.fromEntries(Object.values(AgentStep).map((step) => [step, { seconds: series('sum', step), count: series('count', step) }])) as StepTotals;
 }
 
 function stepTotalsBetween(before: StepTotals, after: StepTotals): StepTotals {

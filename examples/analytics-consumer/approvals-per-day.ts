@@ -15,7 +15,7 @@
  *
  * Run it: `node examples/analytics-consumer/approvals-per-day.ts` (configuration by env).
  */
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { NatsCredentials } from '../../src/config/config.ts';
 import { natsAccess } from '../../src/config/nats-access-config.ts';
@@ -390,9 +390,10 @@ export class ApprovalsPerDayConsumer {
       const { natsUrl, natsCredentials = { kind: 'none' }, natsTlsCa } = this.options;
       const nc = await connect(natsConnectionOptions({ natsUrl, natsCredentials, natsTlsCa }, this.durableName));
       try {
-        await this.checkTrust(db, nc);
+        const jsm = await jetstreamManager(nc);
+        await this.checkTrust(db, jsm);
         if (this.options.trust.kind === 'signatures' && this.options.trust.firstSignedSeq === undefined) this.firstSignedSeq = await this.activationPoint(nc);
-        await this.ensureConsumer(nc, checkpoint);
+        await this.ensureConsumer(jsm, checkpoint);
       } catch (error) {
         await nc.close();
         throw error;
@@ -491,7 +492,7 @@ export class ApprovalsPerDayConsumer {
    * following them halfway through it. Checked under the advisory lock, so a standby started in
    * the other mode does not rewrite what the active copy is doing.
    */
-  private async checkTrust(db: pg.Client, nc: NatsConnection): Promise<void> {
+  private async checkTrust(db: pg.Client, jsm: JetStreamManager): Promise<void> {
     const { rows } = await db.query(`SELECT last_seq, trust FROM ${this.checkpointTable} WHERE consumer = $1`, [this.durableName]);
     const recorded = rows[0] as { last_seq: string; trust: string | null };
     if (!this.keys) {
@@ -500,7 +501,7 @@ export class ApprovalsPerDayConsumer {
     }
     if (recorded.trust === 'signatures') return;
     // Without signatures, events it did not count moved nothing in Postgres: the durable consumer may be past them.
-    const read = Number(recorded.last_seq) > 0 || recorded.trust === 'nats-permissions' || (await this.durableHasDelivered(nc));
+    const read = Number(recorded.last_seq) > 0 || recorded.trust === 'nats-permissions' || (await this.durableHasDelivered(jsm));
     if (read) {
       const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
       throw new Error(
@@ -513,9 +514,9 @@ export class ApprovalsPerDayConsumer {
     await db.query(`UPDATE ${this.checkpointTable} SET trust = 'signatures' WHERE consumer = $1`, [this.durableName]);
   }
 
-  private async durableHasDelivered(nc: NatsConnection): Promise<boolean> {
+  private async durableHasDelivered(jsm: JetStreamManager): Promise<boolean> {
     try {
-      const info = await (await jetstreamManager(nc)).consumers.info(this.options.stream, this.durableName);
+      const info = await jsm.consumers.info(this.options.stream, this.durableName);
       return info.delivered.stream_seq > 0;
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) return false;
@@ -565,8 +566,7 @@ export class ApprovalsPerDayConsumer {
    * exist (first start, or deleted), it starts right after the checkpoint: Postgres, not
    * the consumer, is the source of truth for what has been counted.
    */
-  private async ensureConsumer(nc: NatsConnection, checkpoint: number): Promise<void> {
-    const jsm = await jetstreamManager(nc);
+  private async ensureConsumer(jsm: JetStreamManager, checkpoint: number): Promise<void> {
     const ackWait = (this.options.ackWaitMs ?? 30_000) * 1_000_000;
     try {
       const info = await jsm.consumers.info(this.options.stream, this.durableName);

@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/schema.ts';
 import { InadmissibleCode, type AdmissionResult } from '../../src/events/event-admission.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import { ApplyFailureKind, classifyApplyFailure, sqlStateOf } from './apply-failure.ts';
+import { chainBrokenDetail } from '../../src/events/subject-chains.ts';
 import { checkChains } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 import { parkEvent, type ParkedEvent } from './quarantine.ts';
@@ -66,7 +67,7 @@ export async function applyIsolating(
       seq: entry.stored.seq,
       subject: entry.stored.subject,
       code: InadmissibleCode.ChainBroken,
-      error: `prev_hash ${String(entry.stored.event.prev_hash)} does not continue its subject's chain (expected ${expected}): a replayed or inserted event`,
+      error: chainBrokenDetail(String(entry.stored.event.prev_hash), expected),
       payload: entry.payload,
     });
   }

@@ -1,6 +1,6 @@
 import { CURRENT_VERSION } from '../events/catalogue/index.ts';
 import { InadmissibleCode, type AdmissionResult } from '../events/event-admission.ts';
-import { ChainPlace, SubjectChains } from '../events/subject-chains.ts';
+import { chainBrokenDetail, ChainPlace, SubjectChains } from '../events/subject-chains.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { UsageError } from './output.ts';
 import type { Options } from './cli-options.ts';
@@ -34,8 +34,7 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
     }
     const { seq, subject, event } = result.stored;
     if ((await chains.place(seq, subject, event)) === ChainPlace.Broken) {
-      const error = `prev_hash ${event.prev_hash} does not continue its subject's chain: a replayed or inserted event`;
-      print({ seq, subject, corrupt: true, code: InadmissibleCode.ChainBroken, error });
+      print({ seq, subject, corrupt: true, code: InadmissibleCode.ChainBroken, error: chainBrokenDetail(event.prev_hash) });
       return;
     }
     if (!type || event.type === type) print({ seq, subject, ...event });

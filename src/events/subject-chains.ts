@@ -11,6 +11,11 @@ export const ChainPlace = {
 } as const;
 export type ChainPlace = (typeof ChainPlace)[keyof typeof ChainPlace];
 
+/** Why an event is `chain-broken`, as every reader that judges chains says it (projections, `events tail`). */
+export function chainBrokenDetail(prevHash: string, expected?: string): string {
+  return `prev_hash ${prevHash} does not continue its subject's chain${expected === undefined ? '' : ` (expected ${expected})`}: a replayed or inserted event`;
+}
+
 export interface SubjectChainsOptions {
   /**
    * The first message still stored on a subject. Asked when an event that names the genesis

@@ -24,6 +24,11 @@ export interface HttpAppOptions {
   readonly readinessAudience?: ReadinessAudience;
   /** Run inside the error handler, before any route (the rate limiter). */
   readonly beforeRoutes?: readonly Middleware[];
+  /**
+   * Whether the problem-type pages and the console are served (default true). A process without
+   * the http role serves only health and metrics: it holds no API keys and answers no client.
+   */
+  readonly publicPages?: boolean;
 }
 
 /**
@@ -74,7 +79,8 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
   app.use(rejectHostileQuery());
-  const builtIn = [createHealthRouter(options.readiness, logger, options.readinessAudience), problemPagesRouter(config.publicBaseUrl), consoleRouter()];
+  const health = createHealthRouter(options.readiness, logger, options.readinessAudience);
+  const builtIn = options.publicPages === false ? [health] : [health, problemPagesRouter(config.publicBaseUrl), consoleRouter()];
   for (const router of [...builtIn, ...options.routers]) {
     app.use(router.routes());
     app.use(allowedMethods(router));

@@ -18,11 +18,10 @@ export function readinessChecks(options: {
   infrastructure: Infrastructure;
   /** The projectors of this process; read at each check, so it may fill after the checks are made. */
   projectors: readonly Projector[];
-  /** Whether this process has the projectors role (default: it has projectors already). */
-  runsProjectors?: boolean;
+  /** Whether this process has the projectors role. */
+  runsProjectors: boolean;
 }): ReadinessCheck[] {
-  const { infrastructure, projectors } = options;
-  const runsProjectors = options.runsProjectors ?? projectors.length > 0;
+  const { infrastructure, projectors, runsProjectors } = options;
   const checks: ReadinessCheck[] = [
     {
       name: 'nats',

@@ -4,7 +4,6 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { createHttpApp } from '../http/app.ts';
-import { createOperationsApp } from '../http/operations-app.ts';
 import { HEALTH_PROBE_PATHS, isLoopback } from '../http/health-routes.ts';
 import { authenticateHeader, type Authentication } from '../auth/authenticate.ts';
 import { startHttpServer, type HttpServer } from '../http/http-server.ts';
@@ -44,7 +43,7 @@ export interface RunningService {
   readonly infrastructure: Infrastructure;
   /** The API (and health and metrics), in a process with the http role. */
   readonly http: HttpServer | undefined;
-  /** Health and metrics only, in a process without the http role (see createOperationsApp). */
+  /** Health and metrics only, in a process without the http role. */
   readonly operations: HttpServer | undefined;
   readonly projectors: readonly Projector[];
   readonly agentWorker: AgentWorker | undefined;
@@ -85,12 +84,19 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),
   });
-  // A process without the http role still answers probes and scrapes. Its port is taken before
-  // any consumer starts: a start that fails on it must not have picked up work first.
+  // A process without the http role (a worker or projector scaled out on its own) still answers
+  // its orchestrator's probes and Prometheus's scrapes: what it counts is in its /metrics alone.
+  // Its port is taken before any consumer starts: a start that fails on it must not have picked
+  // up work first.
   let operations: HttpServer | undefined;
   if (!config.roles.includes('http')) {
-    const readiness = readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') });
-    const app = createOperationsApp({ config, logger, readiness, registry: metrics.registry });
+    const app = createHttpApp({
+      config,
+      logger,
+      routers: [metricsRouter(metrics.registry)],
+      readiness: readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') }),
+      publicPages: false,
+    });
     try {
       operations = await startHttpServer(app, { host: config.host, port: config.port, logger, publicBaseUrl: config.publicBaseUrl });
     } catch (error) {

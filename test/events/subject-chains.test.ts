@@ -5,7 +5,7 @@ import { ChainPlace, SubjectChains } from '../../src/events/subject-chains.ts';
 /** An event's chain fields: `hash` h<n>, after `prev`. */
 const link = (n: number, prev: string) => ({ prev_hash: prev, hash: `h${n}` });
 
-/** Given what the stream holds in order, each judged by a fresh follower; then the places. */
+/** What `chains` makes of these events, handed to it in this (stream) order. */
 async function judge(chains: SubjectChains, events: readonly [seq: number, subject: string, event: { prev_hash: string; hash: string }][]): Promise<ChainPlace[]> {
   const places: ChainPlace[] = [];
   for (const [seq, subject, event] of events) places.push(await chains.place(seq, subject, event));

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { eventually } from '../support/eventually.ts';
+import { sampleOf } from '../support/prometheus.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -21,23 +22,19 @@ describe('GET /metrics and a stalled projector', function () {
     expect(response.headers.get('content-type')).to.include('text/plain');
     return response.text();
   };
-  const value = (text: string, series: string) => {
-    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-    return line === undefined ? undefined : Number(line.slice(series.length + 1));
-  };
 
   it('counts requests by route template, runs by outcome, and shows projector positions', async () => {
     const run = await waitForTerminalRun(svc, tenant.keys.write, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Find wasted spend', true));
     expect(run.status).to.equal('succeeded');
     await eventually(async () => {
       const text = await metrics();
-      expect(value(text, 'agent_runs_finished_total{outcome="succeeded",code=""}')).to.equal(1);
-      expect(value(text, 'http_request_duration_seconds_count{method="POST",route="/api/v1/runs",status="202"}')).to.equal(1);
+      expect(sampleOf(text, 'agent_runs_finished_total{outcome="succeeded",code=""}')).to.equal(1);
+      expect(sampleOf(text, 'http_request_duration_seconds_count{method="POST",route="/api/v1/runs",status="202"}')).to.equal(1);
       expect(text).to.include('route="/api/v1/runs/:runId"').and.not.include(`route="/api/v1/runs/${run.id}"`);
-      expect(value(text, 'projector_stalled{projection="runs"}')).to.equal(0);
-      expect(value(text, 'projector_checkpoint_sequence{projection="runs"}')).to.be.greaterThan(0);
+      expect(sampleOf(text, 'projector_stalled{projection="runs"}')).to.equal(0);
+      expect(sampleOf(text, 'projector_checkpoint_sequence{projection="runs"}')).to.be.greaterThan(0);
       // Every auto-applied action ends applied or returned (a re-check can send it back).
-      const ended = (value(text, 'apply_results_total{result="applied"}') ?? 0) + (value(text, 'apply_results_total{result="returned"}') ?? 0);
+      const ended = (sampleOf(text, 'apply_results_total{result="applied"}') ?? 0) + (sampleOf(text, 'apply_results_total{result="returned"}') ?? 0);
       expect(ended).to.equal(run.result.actions.filter((a: { disposition: string }) => a.disposition === 'auto_applied').length);
     });
   });
@@ -61,19 +58,19 @@ describe('GET /metrics and a stalled projector', function () {
       });
       expect(proposed.status).to.equal(200);
       await eventually(async () => {
-        expect(value(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(1);
+        expect(sampleOf(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(1);
         const ready = await svc.request('GET', '/readyz');
         expect(ready.status).to.equal(503);
         const body = (await ready.json()) as { checks: { projections: { ok: boolean; detail: string } } };
         expect(body.checks.projections.detail).to.include('approvals stalled');
       });
-      expect(value(await metrics(), 'projector_lag_events{projection="approvals"}')).to.be.greaterThan(0);
+      expect(sampleOf(await metrics(), 'projector_lag_events{projection="approvals"}')).to.be.greaterThan(0);
     } finally {
       await sql`drop trigger approvals_offline on approvals`.execute(db);
       await sql`drop function approvals_offline()`.execute(db);
     }
     await eventually(async () => {
-      expect(value(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(0);
+      expect(sampleOf(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(0);
       expect((await svc.request('GET', '/readyz')).status).to.equal(200);
     }, 15_000);
   });

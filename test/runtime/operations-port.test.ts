@@ -5,14 +5,12 @@ import { createLogger } from '../../src/log/logger.ts';
 import { startService, type RunningService } from '../../src/runtime/service.ts';
 import { serviceEnv } from '../support/cli.ts';
 import { expectProblemResponse } from '../support/problem.ts';
+import { sampleOf } from '../support/prometheus.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
-/** The value of one sample line of a Prometheus exposition (0 when the series is absent). */
-function sample(metrics: string, series: string): number {
-  const line = metrics.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  return line ? Number(line.slice(series.length + 1)) : 0;
-}
+/** The value of one series (0 when the series is absent). */
+const sample = (metrics: string, series: string): number => sampleOf(metrics, series) ?? 0;
 
 /**
  * A process without the http role (an agent worker scaled out on its own) still answers its
@@ -37,11 +35,14 @@ describe('a process without the http role serves health and metrics on its port'
     await api?.stop();
   });
 
-  it('has no API: the process of the http role has no operations listener, the worker no API routes', async () => {
+  it('has no API: the process of the http role has no operations listener, the worker no API routes and no console', async () => {
     expect(api.service.operations).to.equal(undefined);
     expect(worker.http).to.equal(undefined);
     await expectProblemResponse(await fetch(`${workerUrl}/api/v1/runs`, { headers: { authorization: `Bearer ${tenant.keys.read}` } }), 404, 'not-found');
     await expectProblemResponse(await fetch(`${workerUrl}/metrics`, { method: 'POST' }), 405, 'method-not-allowed');
+    // No console either; the API process serves it.
+    expect((await fetch(`${api.baseUrl}/console`)).status).to.equal(200);
+    await expectProblemResponse(await fetch(`${workerUrl}/console`), 404, 'not-found');
   });
 
   it('answers /healthz and /readyz with its own checks', async () => {

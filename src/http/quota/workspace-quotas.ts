@@ -216,7 +216,7 @@ export class WorkspaceQuotas {
               .selectFrom('workspace_token_usage')
               .select('tokens')
               .where('workspace_id', '=', workspaceId)
-              .where(sql<boolean>`day = ${utcDayStart(now).toISOString().slice(0, 10)}::date`)
+              .where(sql<boolean>`day = ${now.toISOString().slice(0, 10)}::date`)
               .as('tokens'),
       ])
       .executeTakeFirstOrThrow();

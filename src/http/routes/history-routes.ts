@@ -11,24 +11,12 @@ import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { accountOf } from './account-access.ts';
 import type { ApiContext } from './api-context.ts';
 import { mergeBySequence } from './history-scan.ts';
-import { readCheckpoint } from '../../../projections/runtime/checkpoints.ts';
-import { chainBreaksAmong } from '../../../projections/runtime/quarantine.ts';
-import { InadmissibleCode } from '../../events/event-admission.ts';
+import { markChainBreaks, runsProjectionVerdicts, type HistoryEntry, type PageItem } from './history-chain-marks.ts';
 import { PROJECT_ID } from './path-parameters.ts';
 import { CURSOR_MESSAGES, cursorParameter, pageSizeParameter, RUN_ID_FILTER } from './query-parameters.ts';
 import { streams } from '../../event-store/subjects.ts';
 
 const HISTORY_PAGE = { default: 100, max: 500 } as const;
-
-/** A stored message that is not a trustworthy event: shown with its place, never its content. */
-interface CorruptEntry {
-  readonly seq: number;
-  readonly subject: string;
-  readonly corrupt: true;
-  /** Why it was not believed: not-json, schema, unknown-type, subject-mismatch, bad-text, untrusted, chain-broken. */
-  readonly code: string;
-  readonly error: string;
-}
 
 interface HistoryQuery {
   run_id?: string;
@@ -86,7 +74,7 @@ export const HISTORY_ROUTES: readonly RouteDefinition<ApiContext>[] = [listHisto
  * HISTORY_MAX_PAGE_BYTES of JSON answered; a page cut short by either still carries a
  * next_cursor, so a client walks on. A stored message that does not parse, fails its
  * schema or does not match its subject is listed as `{seq, subject, corrupt: true, error}`,
- * and so is a replayed copy (`chain-broken`, see markChainBreaks).
+ * and so is a replayed copy (`chain-broken`, see history-chain-marks.ts).
  */
 export function historyRouter(api: ApiContext): Router {
   return mountRoutes(HISTORY_ROUTES, api, { limits: api.config, keys: api.keys });
@@ -145,9 +133,7 @@ function findRunlessAction(api: ApiContext, principal: Principal, accountId: str
 
 async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage>, pageSize: number, runId: string | undefined, cursor: number) {
   const { historyScanBudget, historyMaxPageBytes } = api.config;
-  const entries: (Record<string, unknown> | CorruptEntry)[] = [];
-  /** The subject of each believed entry (its envelope does not name it). */
-  const subjects = new Map<number, string>();
+  const items: PageItem[] = [];
   let bytes = 0;
   let scanned = 0;
   let lastScanned = 0;
@@ -161,7 +147,7 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
       }
       scanned++;
       const admitted = admitRawEvent(api.store.admission, raw);
-      let entry: Record<string, unknown> | CorruptEntry;
+      let entry: HistoryEntry;
       if (admitted.kind === 'corrupt') {
         entry = { seq: admitted.seq, subject: admitted.subject, corrupt: true, code: admitted.code, error: admitted.error };
       } else {
@@ -171,63 +157,24 @@ async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage
         }
         entry = { seq: admitted.seq, ...admitted.event };
       }
-      if (entries.length === pageSize) {
+      if (items.length === pageSize) {
         nextCursor = lastScanned;
         break;
       }
       const size = Buffer.byteLength(JSON.stringify(entry)) + 1;
       // A page always carries at least one entry, so a walk makes progress whatever the cap.
-      if (entries.length > 0 && bytes + size > historyMaxPageBytes) {
+      if (items.length > 0 && bytes + size > historyMaxPageBytes) {
         nextCursor = lastScanned;
         break;
       }
       bytes += size;
-      entries.push(entry);
-      if (entry.corrupt !== true) subjects.set(raw.seq, raw.subject);
+      items.push({ seq: raw.seq, subject: raw.subject, entry });
       lastScanned = raw.seq;
     }
   } finally {
     await source.return(undefined);
   }
-  const marked = await markChainBreaks(api, entries, subjects, cursor);
+  const marked = await markChainBreaks(runsProjectionVerdicts(api.barrier, api.db), items, cursor);
   if (marked.cutAt !== null) nextCursor = marked.cutAt;
   return { object: 'list', data: marked.entries, next_cursor: nextCursor === null ? null : String(nextCursor) };
-}
-
-/**
- * A validly signed event that does not continue its subject's chain is the stored copy of an
- * older event published again (a replay) or one inserted: every projection parks it as
- * `chain-broken`, and the page lists it in its place like any other corrupt message, never as
- * an event that happened. A subject's chain is known only from its first event, so the runs
- * projection's verdicts are used. Entries past its checkpoint have none yet: the page waits for
- * it (the read barrier's bound), and when it is still behind, the page ends at the checkpoint
- * with a `next_cursor` there, so a client walking on gets the rest once they are judged.
- */
-async function markChainBreaks(
-  api: ApiContext,
-  entries: readonly (Record<string, unknown> | CorruptEntry)[],
-  subjects: ReadonlyMap<number, string>,
-  cursor: number,
-) {
-  const believed = entries.filter((entry) => entry.corrupt !== true).map((entry) => entry.seq as number);
-  if (believed.length === 0) return { entries, cutAt: null };
-  let judged = entries;
-  let cutAt: number | null = null;
-  const newest = Math.max(...believed);
-  if (!(await api.barrier.reach(RUNS_PROJECTION, newest))) {
-    // Read again: a batch committed since the barrier's last look may have judged the whole page.
-    const checkpoint = (await readCheckpoint(api.db, RUNS_PROJECTION))?.lastSeq ?? 0;
-    if (checkpoint < newest) {
-      judged = entries.filter((entry) => (entry.seq as number) <= checkpoint);
-      cutAt = Math.max(cursor, checkpoint);
-    }
-  }
-  const breaks = await chainBreaksAmong(api.db, RUNS_PROJECTION, believed);
-  if (breaks.size === 0) return { entries: judged, cutAt };
-  const marked = judged.map((entry): Record<string, unknown> | CorruptEntry => {
-    const error = entry.corrupt === true ? undefined : breaks.get(entry.seq as number);
-    if (error === undefined) return entry;
-    return { seq: entry.seq as number, subject: subjects.get(entry.seq as number)!, corrupt: true, code: InadmissibleCode.ChainBroken, error };
-  });
-  return { entries: marked, cutAt };
 }

@@ -23,15 +23,15 @@ export interface SandboxPlatformOptions {
   readonly now?: () => Date;
 }
 
+/** Account headers kept per process; past this the one opened first goes, and is read again when needed. */
+const MAX_HEADERS = 10_000;
+
 /**
  * The sandbox ads platform: deterministic advertising accounts generated from each
  * account's seed on first access, kept in Postgres (sandbox_* tables) and changed by
  * applied changes. It is the embedded default platform, so a fresh install has
  * realistic data — including waste worth finding — without any external account.
  */
-/** Account headers kept per process; past this the least recently used is read again when needed. */
-const MAX_HEADERS = 10_000;
-
 export class SandboxPlatform implements AdsPlatform {
   private readonly now: () => Date;
   /**
@@ -103,11 +103,7 @@ export class SandboxPlatform implements AdsPlatform {
   private async open(account: PlatformAccountRef): Promise<SandboxAccount> {
     if (account.platform !== 'sandbox') throw new AccountNotConnectedError(account.accountId);
     const known = this.headers.get(account.accountId);
-    if (known) {
-      this.headers.delete(account.accountId);
-      this.headers.set(account.accountId, known);
-      return known;
-    }
+    if (known) return known;
     const header = await ensureSandboxAccount(this.db, account, this.now());
     this.headers.set(account.accountId, header);
     if (this.headers.size > MAX_HEADERS) this.headers.delete(this.headers.keys().next().value!);
