@@ -8,6 +8,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { runsProjection } from '../projections/runs/runs-projection.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
+import { AdmissionSeals } from '../projections/runtime/admission-seals.ts';
 import { rebuildProjection } from '../projections/runtime/rebuild.ts';
 import type { Config } from '../src/config/config.ts';
 import { EMPTY_POSITION, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
@@ -99,6 +100,11 @@ async function timeFullRead(infra: Infrastructure, head: number): Promise<{ coun
   });
   if (count !== head) throw new Error(`baseline read returned ${count} events, expected ${head}`);
   return { count, ms, cpuMs: cpuMs() - cpuBefore };
+}
+
+/** Admission seals as the service keeps them (src/runtime/service.ts), for a projector of `infra`. */
+function sealsOf(infra: Infrastructure, stream: string): AdmissionSeals {
+  return new AdmissionSeals({ db: infra.database.db, stream, admission: infra.store.admission, verifier: infra.signing.verifier, signer: infra.signing.signer, logger });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -208,6 +214,9 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
 
       // As the service runs them: one projector for every projection (one consumer, one admission
       // of each batch, every event's Ed25519 signature checked), each in its own transaction.
+      // No block of this stream was admitted before: every event is checked in full, and the
+      // blocks are sealed on the way (the first pass over a live stream does the same).
+      const firstSeals = sealsOf(infra, config.eventStream);
       const projector = new Projector({
         db,
         js: infra.js,
@@ -216,6 +225,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         filterSubject: infra.subjects.all,
         projections: PROJECTIONS,
         admission: store.admission,
+        seals: firstSeals,
         logger,
       });
       // Until the last projection reached the head, plus stop(): the wait loop's own reads are in it too.
@@ -237,33 +247,42 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         `the same run's other processes per event: nats-server ${cpu.natsMicros.toFixed(1)} µs, ` +
           `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (2 cores)`,
       );
+      note(`   admission seals written: ${firstSeals.counts.written} (blocks of ${firstSeals.blockSize} sequences); events believed from seals: ${firstSeals.counts.eventsFromSeals}`);
       await checkRunsTable(infra, 'after projectors');
 
       // Each projection alone, from zero, with a consumer of its own and the admission of a fresh
       // process (no verdict or signature remembered from the run above), beside the same read in
-      // that process: what each one costs by itself.
-      for (const projection of PROJECTIONS) {
+      // that process: what each one costs by itself when it reads the stream again (a rebuild, a
+      // new projection or version, another process catching up), believing the blocks sealed by
+      // the pass above. The last line is the same without seals: every event checked in full.
+      const alone = async (projection: (typeof PROJECTIONS)[number], withSeals: boolean) => {
         await sql`delete from projection_checkpoints where projection = ${projection.name}`.execute(db);
-        await withInfrastructure(config, `bench-projection-${projection.name}`, async (alone) => {
-          const read = await timeFullRead(alone, head);
+        await withInfrastructure(config, `bench-projection-${projection.name}`, async (fresh) => {
+          const read = await timeFullRead(fresh, head);
+          const seals = withSeals ? sealsOf(fresh, config.eventStream) : undefined;
           const single = new Projector({
-            db: alone.database.db,
-            js: alone.js,
-            jsm: alone.jsm,
+            db: fresh.database.db,
+            js: fresh.js,
+            jsm: fresh.jsm,
             stream: config.eventStream,
-            filterSubject: alone.subjects.all,
+            filterSubject: fresh.subjects.all,
             projection,
-            admission: alone.store.admission,
+            admission: fresh.store.admission,
+            seals,
             logger,
           });
-          const { value: reached, cpu } = await accountCpu(`projector-${projection.name}-alone`, () => catchUp(single, alone.database.db, head), () => head);
-          compareThroughput(`projector ${projection.name} alone (from 0)`, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
+          const label = `projector ${projection.name} alone (from 0${withSeals ? '' : ', no seals'})`;
+          const { value: reached, cpu } = await accountCpu(`projector-${projection.name}-alone`, () => catchUp(single, fresh.database.db, head), () => head);
+          compareThroughput(label, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
           note(
             `   CPU per event: this process ${cpu.processMicros.toFixed(1)} µs (its ordered read + parse ${((read.cpuMs * 1000) / read.count).toFixed(1)} µs), ` +
-              `nats-server ${cpu.natsMicros.toFixed(1)} µs, postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs`,
+              `nats-server ${cpu.natsMicros.toFixed(1)} µs, postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs` +
+              (seals ? `; events believed from seals: ${seals.counts.eventsFromSeals.toLocaleString('en-US')}` : ''),
           );
         });
-      }
+      };
+      for (const projection of PROJECTIONS) await alone(projection, true);
+      await alone(runsProjection, false);
       await checkRunsTable(infra, 'after each projection alone');
       if (!includeRebuild) return;
 

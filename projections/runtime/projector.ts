@@ -12,6 +12,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
+import type { AdmissionSeals, SealRecorder } from './admission-seals.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
@@ -53,6 +54,12 @@ export interface ProjectorOptions {
    * structure only (JSON, schema, text, subject), for tools and tests without signing keys.
    */
   readonly admission?: EventAdmission;
+  /**
+   * Signed admission verdicts per block of the stream (admission-seals.ts): blocks sealed
+   * before are believed from their seal, blocks admitted whole here are sealed. Without it
+   * every event is admitted in full.
+   */
+  readonly seals?: AdmissionSeals;
 }
 
 /** See {@link ProjectorOptions.lingerMs}. */
@@ -168,6 +175,7 @@ export class Projector {
   private readonly detached: Projector[] = [];
 
   private readonly admission: EventAdmission;
+  private readonly sealRecorder: SealRecorder | undefined;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
   private restarts = 0;
 
@@ -185,6 +193,7 @@ export class Projector {
     this.projections = projections;
     this.lanes = projections.map((projection) => new Lane(projection));
     this.admission = options.admission ?? new EventAdmission();
+    this.sealRecorder = options.seals?.recorder();
     this.batchSize = options.batchSize ?? 2000;
     this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
   }
@@ -305,6 +314,7 @@ export class Projector {
     await messages?.close().catch(() => undefined);
     await this.loop;
     await Promise.all(this.detached.map((projector) => projector.stop()));
+    await this.options.seals?.flush();
   }
 
   /**
@@ -379,18 +389,32 @@ export class Projector {
    */
   private takeBatch(): PendingBatch | undefined {
     if (this.buffer.length === 0 || this.lingerLeftMs() > 0) return undefined;
-    const messages = this.buffer.splice(0, this.batchSize);
-    // What is left arrived after the batch taken: it lingers from now at the most.
-    this.bufferedSince = performance.now();
+    const { seals } = this.options;
+    const full = Math.min(this.buffer.length, this.batchSize);
+    // End the batch where a block ends, so the next batch holds its blocks whole for the seals.
+    const count = seals ? seals.alignedCount(this.buffer, full) : full;
+    const messages = this.buffer.splice(0, count);
+    // What is left arrived after the batch taken (it lingers from now at the most), unless the
+    // batch was cut short at a block's end: then it has waited as long, and goes next.
+    if (count === full) this.bufferedSince = performance.now();
     // How far behind the stream's head this batch is: a projector catching up keeps no verdicts for other readers.
     const behindHead = messages[messages.length - 1]!.info.pending;
     const admit = async (): Promise<AdmissionResult[]> => {
       const verdicts: AdmissionResult[] = new Array(messages.length);
-      for (const [index, slice] of subjectSlices(messages, ADMISSION_SLICE).entries()) {
-        if (index > 0) await new Promise((resolve) => setImmediate(resolve));
-        const results = this.admission.tryAdmitBatch(slice.map((position) => messages[position]!), { behindHead });
-        slice.forEach((position, i) => (verdicts[position] = results[i]!));
+      const recorded = seals ? await seals.recordedVerdicts(messages) : undefined;
+      const unsealed: number[] = [];
+      for (let position = 0; position < messages.length; position++) {
+        const verdict = recorded?.verdicts[position];
+        if (verdict === undefined) unsealed.push(position);
+        else verdicts[position] = this.admission.admitRecorded(messages[position]!, verdict ?? undefined, { behindHead });
       }
+      const rest = unsealed.map((position) => messages[position]!);
+      for (const [index, slice] of subjectSlices(rest, ADMISSION_SLICE).entries()) {
+        if (index > 0) await new Promise((resolve) => setImmediate(resolve));
+        const results = this.admission.tryAdmitBatch(slice.map((i) => rest[i]!), { behindHead });
+        slice.forEach((i, k) => (verdicts[unsealed[i]!] = results[k]!));
+      }
+      this.sealRecorder?.record(messages, verdicts, recorded?.sealedBlocks ?? new Set());
       return verdicts;
     };
     const admitted = admit();

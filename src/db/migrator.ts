@@ -3,6 +3,7 @@ import * as m001 from './migrations/001-infrastructure.ts';
 import * as m002 from './migrations/002-sandbox-platform.ts';
 import * as m003 from './migrations/003-event-quarantine.ts';
 import * as m004 from './migrations/004-platform-credentials.ts';
+import * as m005 from './migrations/005-admission-seals.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002-sandbox-platform': m002,
   '003-event-quarantine': m003,
   '004-platform-credentials': m004,
+  '005-admission-seals': m005,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

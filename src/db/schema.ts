@@ -41,6 +41,20 @@ export interface PlatformCredentialsTable {
   created_at: ColumnType<Date, string | undefined, never>;
 }
 
+/** Signed admission verdicts per block of stream sequences (projections/runtime/admission-seals.ts). */
+export interface AdmissionSealsTable {
+  stream: string;
+  /** bigint: pg returns it as a string. */
+  first_seq: ColumnType<string, number, number>;
+  last_seq: ColumnType<string, number, number>;
+  digest: string;
+  rules: string;
+  refused: JSONColumnType<unknown[], string, string>;
+  key_id: string;
+  signature: string;
+  sealed_at: ColumnType<Date, string | undefined, string | undefined>;
+}
+
 export interface IdempotencyRecordsTable {
   key_id: string;
   idempotency_key: string;
@@ -59,6 +73,7 @@ export interface Database {
   idempotency_records: IdempotencyRecordsTable;
   event_quarantine: EventQuarantineTable;
   platform_credentials: PlatformCredentialsTable;
+  admission_seals: AdmissionSealsTable;
   workspaces: WorkspacesTable;
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

@@ -70,7 +70,18 @@ export interface AuthenticityCheck {
    * rules. Checks that do not implement it check every event in full.
    */
   canVouchFor?(event: EventEnvelope, seq: number): boolean;
+  /**
+   * What the check believes (its keys and activation point), as a digest; null when its
+   * verdicts depend on more than that. Checks without it make no verdict recordable.
+   */
+  fingerprint?(): string | null;
 }
+
+/**
+ * Bump when admission's own checks change (the subject rule, the text rule, the order of
+ * the checks): verdicts recorded under an older version are then reached again.
+ */
+export const ADMISSION_RULES_VERSION = 1;
 
 /** A message as it comes off the stream, before anyone believes it. */
 export interface RawEventMessage {
@@ -175,6 +186,40 @@ export class EventAdmission {
    * a byte comparison, without a digest or a parse. Shared: readers must not mutate them.
    */
   private readonly nearResults: (NearResult | undefined)[] = new Array<NearResult | undefined>(NEAR_RESULTS).fill(undefined);
+
+  /**
+   * The rules a verdict of this admission is reached under: its code's version, every schema
+   * and what the authenticity check believes. Two admissions with the same fingerprint give
+   * the same verdict on the same message, so a verdict recorded under it (an admission seal,
+   * projections/runtime/admission-seals.ts) may be taken instead of admitting again. Null
+   * when that cannot be said (no authenticity check, or one without a fingerprint).
+   */
+  rulesFingerprint(): string | null {
+    const believes = this.authenticity?.fingerprint?.() ?? null;
+    if (believes === null) return null;
+    return hash('sha256', `${ADMISSION_RULES_VERSION}\n${this.validator.fingerprint}\n${believes}`, 'hex');
+  }
+
+  /**
+   * The result for a message whose verdict was recorded under this admission's rules for
+   * these exact bytes (a verified admission seal): refused with the recorded reason, or
+   * believed, which only parses the bytes again.
+   */
+  admitRecorded(raw: RawEventMessage, refusal: { readonly code: InadmissibleCode; readonly detail: string } | undefined, options: BatchAdmissionOptions = {}): AdmissionResult {
+    let result: AdmissionResult;
+    if (refusal) {
+      result = { ok: false, corrupt: corruptEventOf(new InadmissibleEventError(refusal.code, raw.seq, raw.subject, refusal.detail)) };
+    } else {
+      try {
+        const event = JSON.parse(typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data)) as EventEnvelope;
+        result = { ok: true, stored: { seq: raw.seq, subject: raw.subject, event } };
+      } catch {
+        // Bytes that hash like admitted ones but do not parse cannot happen short of a SHA-256 collision: admit in full.
+        return this.tryAdmit(raw);
+      }
+    }
+    return (options.behindHead ?? 0) < NEAR_RESULTS ? this.remember(raw, digestOf(raw), result) : result;
+  }
 
   /** @throws InadmissibleEventError */
   admit(raw: RawEventMessage): StoredEvent {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ACTOR_KINDS, AGGREGATE_TYPES, type EventEnvelope, type UnsealedEvent } from './envelope.ts';
@@ -103,8 +104,16 @@ const MAY_HOLD_HOSTILE = /\\[bfu]|[\uD800-\uDFFF]/;
 export class EventValidator {
   private readonly envelope: ValidateFunction;
   private readonly byTypeVersion = new Map<string, ValidateFunction>();
+  /**
+   * SHA-256 (hex) of every schema this validator checks: part of the admission rules a
+   * recorded verdict was reached under (see EventAdmission.rulesFingerprint).
+   */
+  readonly fingerprint: string;
 
   constructor() {
+    this.fingerprint = createHash('sha256')
+      .update(JSON.stringify({ envelope: ENVELOPE_SCHEMA, data: EVENT_DEFINITIONS.map(({ type, version, data }) => ({ type, version, data })) }))
+      .digest('hex');
     const ajv = new Ajv({ allErrors: true, strict: true });
     addFormats.default(ajv);
     this.envelope = ajv.compile(ENVELOPE_SCHEMA);

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ProjectorStatus } from '../../projections/runtime/projector.ts';
+import type { SealCounts } from '../../projections/runtime/admission-seals.ts';
 
 export interface MetricsSources {
   /** Status of the projectors this process runs (empty when it runs none). */
@@ -8,6 +9,8 @@ export interface MetricsSources {
   streamHead(): Promise<number>;
   /** Events parked in the quarantine, per projection (projections/runtime/quarantine.ts). */
   quarantined?(): Promise<ReadonlyMap<string, number>>;
+  /** What this process's projectors did with admission seals (projections/runtime/admission-seals.ts). */
+  seals?(): SealCounts | undefined;
 }
 
 /**
@@ -154,6 +157,30 @@ export class ServiceMetrics {
         this.reset();
         for (const status of sources.projectors()) this.set({ projection: status.name }, counts.get(status.name) ?? 0);
         for (const [projection, count] of counts) this.set({ projection }, count);
+      },
+    });
+    new Counter({
+      name: 'admission_seals_total',
+      help: 'Admission seals this process wrote (written), and seals it found but did not believe (rejected: a signature that does not verify, or messages that are not the ones sealed).',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const counts = sources.seals?.();
+        if (!counts) return;
+        this.reset();
+        this.inc({ outcome: 'written' }, counts.written);
+        this.inc({ outcome: 'rejected' }, counts.rejected);
+      },
+    });
+    new Counter({
+      name: 'projector_events_admitted_from_seals_total',
+      help: 'Events whose admission verdict a projector of this process took from a verified seal instead of checking schema, hash and signature again.',
+      registers,
+      collect() {
+        const counts = sources.seals?.();
+        if (!counts) return;
+        this.reset();
+        this.inc(counts.eventsFromSeals);
       },
     });
     new Gauge({

@@ -27,6 +27,7 @@ import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
 import { PlatformChangeImporter } from '../workers/platform-change-importer.ts';
+import { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
@@ -79,8 +80,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const proposals = new ProposalService(commands, new ApprovalsAppliedChangeLookup(database.db), { platform });
 
   const projectors: Projector[] = [];
+  let seals: AdmissionSeals | undefined;
   const metrics = new ServiceMetrics({
     projectors: () => projectors.flatMap((p) => p.statuses()),
+    seals: () => seals?.counts,
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),
   });
@@ -105,6 +108,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     }
   }
   if (config.roles.includes('projectors')) {
+    // Blocks of the stream admitted before (by this process or another with the key) are believed from their seals.
+    seals = new AdmissionSeals({
+      db: database.db,
+      stream: config.eventStream,
+      admission: store.admission,
+      verifier: infrastructure.signing.verifier,
+      signer: infrastructure.signing.signer,
+      logger,
+    });
     // One consumer and one admission of each batch for every projection, each in its own transaction.
     const projector = new Projector({
       db: database.db,
@@ -114,6 +126,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       filterSubject: subjects.all,
       projections: PROJECTIONS,
       admission: store.admission,
+      seals,
       logger,
     });
     await projector.start();

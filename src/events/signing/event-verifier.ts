@@ -94,6 +94,30 @@ export class EventVerifier implements EventAuthenticityCheck {
     return typeof keyId === 'string' && this.keys.has(keyId) && typeof signature === 'string' && SIGNATURE.test(signature);
   }
 
+  /**
+   * What this verifier believes, as a digest of its key ids and activation point: a verdict
+   * recorded under one fingerprint holds for another verifier with the same one. Null
+   * without an activation point, whose verdicts depend on what was read before.
+   */
+  fingerprint(): string | null {
+    const activation = this.activationPoint;
+    if (activation === null) return null;
+    const keyIds = [...this.keys.keys()].sort();
+    return hash('sha256', JSON.stringify({ keyIds, firstSignedSeq: activation.firstSignedSeq, activationKeyId: activation.keyId }), 'hex');
+  }
+
+  /** Whether `signature` over `bytes` (a record with its own context, not an event) verifies with the known key `keyId`. */
+  verifyRecord(keyId: string, bytes: Buffer, signature: string): boolean {
+    const known = this.keys.get(keyId);
+    if (!known || !SIGNATURE.test(signature)) return false;
+    this.verifications++;
+    try {
+      return verify(null, bytes, known.publicKey, Buffer.from(signature, 'base64url'));
+    } catch {
+      return false;
+    }
+  }
+
   /** Like check, and says whether the event was signed or accepted as legacy. @throws UntrustedEventError */
   verdict(event: EventEnvelope, subject: string, seq: number): Verdict {
     const { key_id: keyId, signature } = event as { key_id?: unknown; signature?: unknown };
