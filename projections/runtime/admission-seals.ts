@@ -203,6 +203,41 @@ export class AdmissionSeals {
   }
 }
 
+export interface SealedAdmissionOptions {
+  readonly admission: EventAdmission;
+  /** Without seals, every message is admitted in full. */
+  readonly seals?: AdmissionSeals;
+  /** Told what was admitted, so blocks admitted whole are sealed; one per reader of the stream. */
+  readonly recorder?: SealRecorder;
+  /** How far behind the stream's head the batch is (see BatchAdmissionOptions.behindHead). */
+  readonly behindHead?: number;
+  /** Admits, in stream order, the messages no seal answers for (a subsequence of the batch). */
+  readonly admitInFull: (messages: readonly RawEventMessage[]) => Promise<AdmissionResult[]> | AdmissionResult[];
+}
+
+/**
+ * Admits a batch of stream messages in order (a projector's batch, a rebuild's page): the
+ * messages of complete blocks that a verified seal answers for get the sealed verdicts, the
+ * others go through `admitInFull`; then the recorder sees the whole batch.
+ */
+export async function admitWithSeals(messages: readonly RawEventMessage[], options: SealedAdmissionOptions): Promise<AdmissionResult[]> {
+  const { admission, seals, behindHead } = options;
+  const verdicts: AdmissionResult[] = new Array(messages.length);
+  const recorded = seals ? await seals.recordedVerdicts(messages) : undefined;
+  const unsealed: number[] = [];
+  for (let position = 0; position < messages.length; position++) {
+    const verdict = recorded?.verdicts[position];
+    if (verdict === undefined) unsealed.push(position);
+    else verdicts[position] = admission.admitRecorded(messages[position]!, verdict ?? undefined, { behindHead });
+  }
+  if (unsealed.length > 0) {
+    const results = await options.admitInFull(unsealed.map((position) => messages[position]!));
+    unsealed.forEach((position, i) => (verdicts[position] = results[i]!));
+  }
+  options.recorder?.record(messages, verdicts, recorded?.sealedBlocks ?? new Set());
+  return verdicts;
+}
+
 /** A block admitted whole, ready to be signed. */
 export interface FinishedBlock {
   readonly firstSeq: number;

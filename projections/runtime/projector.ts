@@ -12,7 +12,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
-import type { AdmissionSeals, SealRecorder } from './admission-seals.ts';
+import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
@@ -399,24 +399,22 @@ export class Projector {
     if (count === full) this.bufferedSince = performance.now();
     // How far behind the stream's head this batch is: a projector catching up keeps no verdicts for other readers.
     const behindHead = messages[messages.length - 1]!.info.pending;
-    const admit = async (): Promise<AdmissionResult[]> => {
-      const verdicts: AdmissionResult[] = new Array(messages.length);
-      const recorded = seals ? await seals.recordedVerdicts(messages) : undefined;
-      const unsealed: number[] = [];
-      for (let position = 0; position < messages.length; position++) {
-        const verdict = recorded?.verdicts[position];
-        if (verdict === undefined) unsealed.push(position);
-        else verdicts[position] = this.admission.admitRecorded(messages[position]!, verdict ?? undefined, { behindHead });
-      }
-      const rest = unsealed.map((position) => messages[position]!);
-      for (const [index, slice] of subjectSlices(rest, ADMISSION_SLICE).entries()) {
-        if (index > 0) await new Promise((resolve) => setImmediate(resolve));
-        const results = this.admission.tryAdmitBatch(slice.map((i) => rest[i]!), { behindHead });
-        slice.forEach((i, k) => (verdicts[unsealed[i]!] = results[k]!));
-      }
-      this.sealRecorder?.record(messages, verdicts, recorded?.sealedBlocks ?? new Set());
-      return verdicts;
-    };
+    const admit = (): Promise<AdmissionResult[]> =>
+      admitWithSeals(messages, {
+        admission: this.admission,
+        seals,
+        recorder: this.sealRecorder,
+        behindHead,
+        admitInFull: async (rest) => {
+          const verdicts: AdmissionResult[] = new Array(rest.length);
+          for (const [index, slice] of subjectSlices(rest, ADMISSION_SLICE).entries()) {
+            if (index > 0) await new Promise((resolve) => setImmediate(resolve));
+            const results = this.admission.tryAdmitBatch(slice.map((i) => rest[i]!), { behindHead });
+            slice.forEach((i, k) => (verdicts[i] = results[k]!));
+          }
+          return verdicts;
+        },
+      });
     const admitted = admit();
     // Awaited when the batch's turn comes; a failure then is the batch's failure.
     admitted.catch(() => undefined);

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { RawStoredMessage } from '../../src/event-store/event-store.ts';
 import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
+import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
@@ -18,6 +19,8 @@ export interface RebuildOptions {
   readonly batchSize?: number;
   /** Called after every batch with events applied so far and the target sequence. */
   readonly onProgress?: (applied: number, target: number) => void;
+  /** Blocks sealed before are believed from their seals (admission-seals.ts), and the blocks admitted whole are sealed. */
+  readonly seals?: AdmissionSeals;
 }
 
 export interface RebuildResult {
@@ -50,6 +53,7 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
     batchSize,
     onProgress: options.onProgress,
     quarantineSchema: schema,
+    seals: options.seals,
   });
   let { applied, lastSeq, parked } = folded;
 
@@ -60,7 +64,7 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
     for await (const raw of store.readRaw(filterSubject, lastSeq + 1, head)) tail.push(raw);
     if (tail.length > 0) {
       await sql`set local search_path to ${sql.id(shadow)}`.execute(trx);
-      const tailParked = await applyIsolating(trx, projection, admitAll(store, tail), { quarantineSchema: schema });
+      const tailParked = await applyIsolating(trx, projection, await admitAll(store, tail, 0, options.seals), { quarantineSchema: schema });
       lastSeq = tail[tail.length - 1]!.seq;
       applied += tail.length - tailParked.length;
       parked += tailParked.length;
@@ -93,6 +97,8 @@ export interface FoldOptions {
    * they are skipped without a record, as `audit verify` does in its read-only fold.
    */
   readonly quarantineSchema?: string;
+  /** As in {@link RebuildOptions.seals}; `audit verify` leaves it out and checks every event. */
+  readonly seals?: AdmissionSeals;
 }
 
 /**
@@ -111,12 +117,14 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   let parked = 0;
   let lastSeq = 0;
   let batch: RawStoredMessage[] = [];
+  const recorder = options.seals?.recorder();
   const flush = async () => {
     if (batch.length === 0) return;
     const messages = batch;
     batch = [];
+    const entries = await admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder);
     const parkedNow = await inSchema(db, schema, (trx) =>
-      applyIsolating(trx, projection, admitAll(store, messages, target - messages[messages.length - 1]!.seq), {
+      applyIsolating(trx, projection, entries, {
         quarantineSchema: options.quarantineSchema,
         park: options.quarantineSchema !== undefined,
       }),
@@ -140,10 +148,10 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
  * The same admission the live projector applies, so a rebuild parks the same events; a fold
  * far behind the head keeps no verdicts for other readers, as a projector catching up does.
  */
-function admitAll(store: EventStore, messages: readonly RawStoredMessage[], behindHead = 0): BatchEntry[] {
-  const verdicts = store.admission.tryAdmitBatch(
+async function admitAll(store: EventStore, messages: readonly RawStoredMessage[], behindHead = 0, seals?: AdmissionSeals, recorder?: SealRecorder): Promise<BatchEntry[]> {
+  const verdicts = await admitWithSeals(
     messages.map((raw) => ({ seq: raw.seq, subject: raw.subject, data: raw.data })),
-    { behindHead },
+    { admission: store.admission, seals, recorder, behindHead, admitInFull: (rest) => store.admission.tryAdmitBatch(rest, { behindHead }) },
   );
   return messages.map((raw, index) => ({ result: verdicts[index]!, payload: raw.data }));
 }

@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
+import { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
+import { createLogger } from '../log/logger.ts';
 import { ConfigError, loadConfig, type Config } from '../config/config.ts';
 import { PostgresUnreachableError } from '../db/database.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
@@ -175,6 +177,15 @@ async function run(command: string[], options: Options, json: boolean, infra: In
     case 'projections rebuild': {
       const names = rest.length > 0 ? rest : PROJECTIONS.map((p) => p.name);
       const results: Record<string, unknown> = {};
+      // Blocks the projectors admitted before are believed from their seals, as the projectors do (docs/operations.md).
+      const seals = new AdmissionSeals({
+        db: infra.database.db,
+        stream: config.eventStream,
+        admission: infra.store.admission,
+        verifier: infra.signing.verifier,
+        signer: infra.signing.signer,
+        logger: createLogger('silent'),
+      });
       for (const name of names) {
         const projection = projectionNamed(name);
         if (!projection) throw new UsageError(`unknown projection '${name}' (known: ${PROJECTIONS.map((p) => p.name).join(', ')})`);
@@ -189,6 +200,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
           schema: config.databaseSchema,
           filterSubject: infra.subjects.all,
           projection,
+          seals,
           onProgress: (seq, target) => {
             bar.setTotal(Math.max(1, target));
             bar.update(seq);
@@ -198,6 +210,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
         bar.stop();
         results[name] = result;
       }
+      await seals.flush();
       return printResult(json, results, Object.entries(results).map(([n, r]) => `${n}: ${JSON.stringify(r)}`).join('\n'));
     }
     case 'projections quarantine':

@@ -7,6 +7,7 @@ import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { listQuarantine } from '../../projections/runtime/quarantine.ts';
+import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { EMPTY_POSITION, type StoredEvent } from '../../src/event-store/event-store.ts';
 import { GENESIS_HASH } from '../../src/events/envelope.ts';
@@ -171,6 +172,28 @@ describe('admission seals: a block admitted once is believed from its signed sea
       expect(seals.counts.eventsFromSeals).to.equal(20);
       expect(await parked(reader.database.db, 'tampered')).to.deep.equal(forged);
       expect(await believed(reader.database.db, 'tampered')).to.deep.equal(await believed(writer.database.db, 'first_pass'));
+    });
+  });
+
+  it('adsagent projections rebuild believes the sealed blocks too, and parks the same events', async () => {
+    const before = await believed(writer.database.db, 'first_pass');
+    await withFreshProcess(async (reader) => {
+      const seals = sealsFor(reader);
+      const signaturesBefore = reader.signing.verifier.ed25519Verifications;
+      const result = await rebuildProjection({
+        db: reader.database.db,
+        store: reader.store,
+        schema: config.databaseSchema,
+        filterSubject: reader.subjects.all,
+        projection: recordingProjection('first_pass'),
+        seals,
+      });
+      expect(result).to.include({ events: 38, parked: 3, lastSeq: 41 });
+      // The pass above sealed the two altered blocks again: all four are believed.
+      expect(seals.counts.eventsFromSeals).to.equal(40);
+      expect(reader.signing.verifier.ed25519Verifications - signaturesBefore).to.equal(5);
+      expect(await believed(reader.database.db, 'first_pass')).to.deep.equal(before);
+      expect(await parked(reader.database.db, 'first_pass')).to.deep.equal(forged);
     });
   });
 
