@@ -128,6 +128,8 @@ export class AdmissionSeals {
     for (const block of blocks) {
       const row = byFirstSeq.get(block.firstSeq);
       if (!row) continue;
+      // A block's digest is a few milliseconds of hashing: let the reader's other work run between blocks.
+      await new Promise((resolve) => setImmediate(resolve));
       const refused = sealedRefusals(row.refused, block.firstSeq, block.firstSeq + this.blockSize - 1);
       const seal: AdmissionSeal = {
         stream: this.options.stream,
@@ -213,6 +215,12 @@ export interface SealedAdmissionOptions {
   readonly behindHead?: number;
   /** Admits, in stream order, the messages no seal answers for (a subsequence of the batch). */
   readonly admitInFull: (messages: readonly RawEventMessage[]) => Promise<AdmissionResult[]> | AdmissionResult[];
+  /**
+   * Lets the event loop run after this many events believed from seals: a reader whose own
+   * transactions wait on Postgres meanwhile (a projector) gets their answers without waiting
+   * for the whole batch to be parsed.
+   */
+  readonly pauseEvery?: number;
 }
 
 /**
@@ -225,10 +233,14 @@ export async function admitWithSeals(messages: readonly RawEventMessage[], optio
   const verdicts: AdmissionResult[] = new Array(messages.length);
   const recorded = seals ? await seals.recordedVerdicts(messages) : undefined;
   const unsealed: number[] = [];
-  for (let position = 0; position < messages.length; position++) {
+  for (let position = 0, parsed = 0; position < messages.length; position++) {
     const verdict = recorded?.verdicts[position];
-    if (verdict === undefined) unsealed.push(position);
-    else verdicts[position] = admission.admitRecorded(messages[position]!, verdict ?? undefined, { behindHead });
+    if (verdict === undefined) {
+      unsealed.push(position);
+      continue;
+    }
+    if (options.pauseEvery && ++parsed % options.pauseEvery === 0) await new Promise((resolve) => setImmediate(resolve));
+    verdicts[position] = admission.admitRecorded(messages[position]!, verdict ?? undefined, { behindHead });
   }
   if (unsealed.length > 0) {
     const results = await options.admitInFull(unsealed.map((position) => messages[position]!));

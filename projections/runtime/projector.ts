@@ -405,6 +405,8 @@ export class Projector {
         seals,
         recorder: this.sealRecorder,
         behindHead,
+        // Small slices: each is a wait for the answers of the transactions under way.
+        pauseEvery: 25,
         admitInFull: async (rest) => {
           const verdicts: AdmissionResult[] = new Array(rest.length);
           for (const [index, slice] of subjectSlices(rest, ADMISSION_SLICE).entries()) {
