@@ -16,8 +16,8 @@ export interface CpuShare {
   /** CPU time of every process on the machine per request, in µs (from /proc/stat). */
   readonly machineMicros: number;
   /**
-   * CPU time of the machine's nats-server and postgres processes per request, in µs (NaN where
-   * /proc is missing, or where such a process ended meanwhile and took its count with it).
+   * CPU time of the machine's nats-server and postgres processes per request, in µs, backends
+   * that ended meanwhile included (NaN where /proc is missing, or a service was restarted).
    */
   readonly natsMicros: number;
   readonly postgresMicros: number;
@@ -54,8 +54,11 @@ function servicesBusyMicros(): ServiceTimes | null {
         const comm = stat.slice(stat.indexOf('(') + 1, close);
         if (!(SERVICES as readonly string[]).includes(comm)) continue;
         const fields = stat.slice(close + 2).split(' ');
-        // utime and stime are fields 14 and 15 of /proc/PID/stat; fields[0] here is field 3.
-        totals[comm as keyof ServiceTimes] += ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+        // utime and stime are fields 14 and 15 of /proc/PID/stat; fields[0] here is field 3. Fields
+        // 16 and 17 (cutime, cstime) hold the children it reaped: Postgres's postmaster reaps every
+        // backend, so a connection that closed during the measurement keeps its count there.
+        const ticks = Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+        totals[comm as keyof ServiceTimes] += (ticks * 1_000_000) / 100;
       } catch {
         // The process ended meanwhile.
       }
