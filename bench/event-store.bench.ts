@@ -8,7 +8,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { runsProjection } from '../projections/runs/runs-projection.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
-import { AdmissionSeals } from '../projections/runtime/admission-seals.ts';
+import { admissionSealsOf } from '../projections/runtime/admission-seals.ts';
 import { rebuildProjection } from '../projections/runtime/rebuild.ts';
 import type { Config } from '../src/config/config.ts';
 import { EMPTY_POSITION, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
@@ -100,11 +100,6 @@ async function timeFullRead(infra: Infrastructure, head: number): Promise<{ coun
   });
   if (count !== head) throw new Error(`baseline read returned ${count} events, expected ${head}`);
   return { count, ms, cpuMs: cpuMs() - cpuBefore };
-}
-
-/** Admission seals as the service keeps them (src/runtime/service.ts), for a projector of `infra`. */
-function sealsOf(infra: Infrastructure, stream: string): AdmissionSeals {
-  return new AdmissionSeals({ db: infra.database.db, stream, admission: infra.store.admission, verifier: infra.signing.verifier, signer: infra.signing.signer, logger });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -216,7 +211,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       // of each batch, every event's Ed25519 signature checked), each in its own transaction.
       // No block of this stream was admitted before: every event is checked in full, and the
       // blocks are sealed on the way (the first pass over a live stream does the same).
-      const firstSeals = sealsOf(infra, config.eventStream);
+      const firstSeals = admissionSealsOf(infra, logger);
       const projector = new Projector({
         db,
         js: infra.js,
@@ -259,7 +254,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         await sql`delete from projection_checkpoints where projection = ${projection.name}`.execute(db);
         await withInfrastructure(config, `bench-projection-${projection.name}`, async (fresh) => {
           const read = await timeFullRead(fresh, head);
-          const seals = withSeals ? sealsOf(fresh, config.eventStream) : undefined;
+          const seals = withSeals ? admissionSealsOf(fresh, logger) : undefined;
           const single = new Projector({
             db: fresh.database.db,
             js: fresh.js,
@@ -288,7 +283,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
 
       section(`3. rebuild: rebuildProjection(runs) over ${total.toLocaleString('en-US')} events vs ordered-consumer read + JSON.parse`);
       const rebuildBaseline = await timeFullRead(infra, head);
-      const rebuildSeals = sealsOf(infra, config.eventStream);
+      const rebuildSeals = admissionSealsOf(infra, logger);
       const rebuild = await timed(() =>
         rebuildProjection({ db, store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: runsProjection, seals: rebuildSeals }),
       );

@@ -23,6 +23,8 @@ import { natsConnectionOptions } from '../../src/event-store/nats-connection.ts'
 import { signingBucketName } from '../../src/events/signing/event-signing.ts';
 import { readActivation } from '../../src/events/signing/signing-activation.ts';
 import { keyIdOf } from '../../src/events/signing/signing-keys.ts';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
+import { chainBrokenDetail } from '../../src/events/subject-chains.ts';
 import { Kvm } from '@nats-io/kv';
 import canonicalize from 'canonicalize';
 import pg from 'pg';
@@ -155,8 +157,6 @@ const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 /** The service writes UTC times (`…Z`); the day must also be a real date, or Postgres would refuse it. */
 const ISO_UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
-/** The hash a subject's first event names as `prev_hash`. */
-const GENESIS_HASH = '0'.repeat(64);
 
 function isUtcTime(time: string): boolean {
   if (!ISO_UTC_TIME.test(time)) return false;
@@ -675,7 +675,7 @@ export class ApprovalsPerDayConsumer {
       const expected = head.rows.length === 0 ? GENESIS_HASH : (head.rows[0].last_hash as string);
       if (event.prev_hash !== expected) {
         await db.query('ROLLBACK');
-        throw new CorruptEventError(seq, `chain-broken: its prev_hash does not continue its subject's chain (expected ${expected}): a replayed or inserted event`);
+        throw new CorruptEventError(seq, `chain-broken: ${chainBrokenDetail(String(event.prev_hash), expected)}`);
       }
       await db.query(
         `INSERT INTO ${this.chainTable} (consumer, subject, last_hash) VALUES ($1, $2, $3)

@@ -2,7 +2,9 @@ import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
+import { sqlStateOf } from '../runtime/apply-failure.ts';
 import type { Projection } from '../runtime/projection.ts';
+import { inSavepoint } from '../runtime/savepoint.ts';
 import { foldRunEvents, runIdOf, type RunActionRecord, type RunRecord } from './fold-runs.ts';
 import type { RunsTable } from './runs-tables.ts';
 
@@ -103,45 +105,35 @@ export const runsProjection: Projection = {
   },
 };
 
+const RUN_COLUMN_TYPES: readonly (readonly [keyof RunRecord, string])[] = [
+  ['id', 'text'], ['workspace_id', 'text'], ['account_id', 'text'], ['key_id', 'text'], ['scope', 'text'], ['status', 'text'],
+  ['brief', 'text'], ['auto_apply', 'boolean'], ['agent', 'jsonb'], ['worker_id', 'text'], ['created_at', 'timestamptz'],
+  ['started_at', 'timestamptz'], ['finished_at', 'timestamptz'], ['duration_ms', 'integer'], ['result_text', 'text'],
+  ['truncated', 'boolean'], ['usage', 'jsonb'], ['error', 'jsonb'], ['tool_calls', 'jsonb'], ['tool_call_count', 'integer'],
+  ['queued_seq', 'bigint'], ['last_seq', 'bigint'],
+];
+const RUN_COLUMN_NAMES = sql.raw(RUN_COLUMN_TYPES.map(([name]) => name).join(', '));
 /** The runs columns as `json_to_recordset` reads them from the JSON of RunRecords. */
-const RUN_RECORD_COLUMNS = sql.raw(
-  [
-    'id text', 'workspace_id text', 'account_id text', 'key_id text', 'scope text', 'status text', 'brief text',
-    'auto_apply boolean', 'agent jsonb', 'worker_id text', 'created_at timestamptz', 'started_at timestamptz',
-    'finished_at timestamptz', 'duration_ms integer', 'result_text text', 'truncated boolean', 'usage jsonb', 'error jsonb',
-    'tool_calls jsonb', 'tool_call_count integer', 'queued_seq bigint', 'last_seq bigint',
-  ].join(', '),
-);
-
-const RUN_COLUMNS = sql.raw(
-  'id, workspace_id, account_id, key_id, scope, status, brief, auto_apply, agent, worker_id, created_at, ' +
-    'started_at, finished_at, duration_ms, result_text, truncated, usage, error, tool_calls, tool_call_count, queued_seq, last_seq',
-);
+const RUN_RECORD_COLUMNS = sql.raw(RUN_COLUMN_TYPES.map(([name, type]) => `${name} ${type}`).join(', '));
 
 /**
- * Writes new runs in one statement whose only parameter is their JSON: Postgres unpacks it,
- * instead of the client compiling and sending one parameter per column of every row.
+ * The insert of runs as one statement whose only parameter is their JSON: Postgres unpacks
+ * it, instead of the client compiling and sending one parameter per column of every row.
  */
-async function insertRuns(trx: Transaction<Database>, records: readonly RunRecord[]): Promise<void> {
-  await sql`
-    insert into runs (${RUN_COLUMNS}) select ${RUN_COLUMNS} from json_to_recordset(${JSON.stringify(records)}::json) as r(${RUN_RECORD_COLUMNS})
-  `.execute(trx);
+function insertRunsStatement(records: readonly RunRecord[]) {
+  return sql`insert into runs (${RUN_COLUMN_NAMES}) select ${RUN_COLUMN_NAMES} from json_to_recordset(${JSON.stringify(records)}::json) as r(${RUN_RECORD_COLUMNS})`;
 }
 
 const UNIQUE_VIOLATION = '23505';
 
 /** Inserts new runs; false, with nothing written, when one of them is stored already. */
 async function insertUnlessStored(trx: Transaction<Database>, records: readonly RunRecord[]): Promise<boolean> {
-  await sql`savepoint runs_insert`.execute(trx);
-  try {
-    await insertRuns(trx, records);
-  } catch (error) {
-    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
-    await sql`rollback to savepoint runs_insert`.execute(trx);
-    return false;
-  }
-  await sql`release savepoint runs_insert`.execute(trx);
-  return true;
+  const failure = await inSavepoint(trx, 'runs_insert', async () => {
+    await insertRunsStatement(records).execute(trx);
+  });
+  if (failure === null) return true;
+  if (sqlStateOf(failure) !== UNIQUE_VIOLATION) throw failure;
+  return false;
 }
 
 /**
@@ -150,7 +142,7 @@ async function insertUnlessStored(trx: Transaction<Database>, records: readonly 
  */
 async function upsertRuns(trx: Transaction<Database>, records: readonly RunRecord[]): Promise<void> {
   await sql`
-    insert into runs (${RUN_COLUMNS}) select ${RUN_COLUMNS} from json_to_recordset(${JSON.stringify(records)}::json) as r(${RUN_RECORD_COLUMNS})
+    ${insertRunsStatement(records)}
     on conflict (id) do update set
       status = excluded.status, agent = excluded.agent, worker_id = excluded.worker_id, started_at = excluded.started_at,
       finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, result_text = excluded.result_text,

@@ -37,6 +37,34 @@ export interface AdmissionSealsOptions {
   readonly blockSize?: number;
 }
 
+/** What a process has that its seals need (an opened Infrastructure has all of it). */
+export interface SealingProcess {
+  readonly config: { readonly eventStream: string };
+  readonly database: { readonly db: Kysely<Database> };
+  readonly store: { readonly admission: EventAdmission };
+  readonly signing: { readonly verifier: SealVerifier; readonly signer?: SealSigner };
+}
+
+/**
+ * The seals of a process's stream, read with its admission and keys and written with its
+ * signer: what the service's projectors, `adsagent projections rebuild` and the benchmarks use.
+ *
+ * @example
+ * const seals = admissionSealsOf(infrastructure, logger);
+ * new Projector({ ...options, admission: infrastructure.store.admission, seals });
+ */
+export function admissionSealsOf(process: SealingProcess, logger: Logger, overrides: Partial<AdmissionSealsOptions> = {}): AdmissionSeals {
+  return new AdmissionSeals({
+    db: process.database.db,
+    stream: process.config.eventStream,
+    admission: process.store.admission,
+    verifier: process.signing.verifier,
+    signer: process.signing.signer,
+    logger,
+    ...overrides,
+  });
+}
+
 /** What the seals did in this process, for /metrics. */
 export interface SealCounts {
   /** Seals signed and stored. */
@@ -61,8 +89,9 @@ interface CompleteBlock {
   readonly end: number;
 }
 
+/** The codes admission itself gives: the chain and Postgres refusals are decided by each projection. */
 const ADMISSION_CODES: ReadonlySet<string> = new Set(
-  [InadmissibleCode.NotJson, InadmissibleCode.Schema, InadmissibleCode.UnknownType, InadmissibleCode.SubjectMismatch, InadmissibleCode.BadText, InadmissibleCode.Untrusted],
+  Object.values(InadmissibleCode).filter((code) => code !== InadmissibleCode.ChainBroken && code !== InadmissibleCode.Refused),
 );
 
 /**
@@ -296,7 +325,7 @@ export class SealRecorder {
         if (rules === null) continue;
         open = this.open = { firstSeq: seq, nextSeq: seq, digest: new BlockDigest(), refused: [], rules, sealable: true };
       }
-      open.digest.add(seq, message.subject, typeof message.data === 'string' ? Buffer.from(message.data, 'utf8') : message.data);
+      open.digest.add(message);
       const result = results[i]!;
       if (!result.ok) {
         const { code, detail } = result.corrupt;
@@ -345,10 +374,7 @@ function completeBlocks(messages: readonly RawEventMessage[], size: number): Com
 
 function digestOf(messages: readonly RawEventMessage[], start: number, end: number): string {
   const digest = new BlockDigest();
-  for (let i = start; i <= end; i++) {
-    const { seq, subject, data } = messages[i]!;
-    digest.add(seq, subject, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-  }
+  for (let i = start; i <= end; i++) digest.add(messages[i]!);
   return digest.finish();
 }
 

@@ -7,6 +7,7 @@ import { chainBrokenDetail } from '../../src/events/subject-chains.ts';
 import { checkChains } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 import { parkEvent, type ParkedEvent } from './quarantine.ts';
+import { inSavepoint } from './savepoint.ts';
 
 /** A message of a batch after admission, with its bytes kept for the quarantine. */
 export interface BatchEntry {
@@ -75,11 +76,11 @@ export async function applyIsolating(
   const admitted = projection.handles ? chains.continuing.filter((entry) => projection.handles!(entry.stored.event)) : chains.continuing;
   if (admitted.length === 0) return parked;
 
-  const whole = await attempt(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));
+  const whole = await inSavepoint(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));
   if (whole === null) return parked;
   if (classifyApplyFailure(whole) === ApplyFailureKind.Transient) throw whole;
   for (const { stored, payload } of admitted) {
-    const failure = await attempt(trx, 'apply_one', () => projection.apply(trx, [stored]));
+    const failure = await inSavepoint(trx, 'apply_one', () => projection.apply(trx, [stored]));
     if (failure === null) continue;
     if (classifyApplyFailure(failure) === ApplyFailureKind.Transient) throw failure;
     await park({
@@ -92,17 +93,4 @@ export async function applyIsolating(
     });
   }
   return parked;
-}
-
-/** Runs `work` inside a savepoint; on failure rolls back to it and returns the error. */
-async function attempt(trx: Transaction<Database>, name: string, work: () => Promise<void>): Promise<unknown | null> {
-  await sql`savepoint ${sql.id(name)}`.execute(trx);
-  try {
-    await work();
-  } catch (error) {
-    await sql`rollback to savepoint ${sql.id(name)}`.execute(trx);
-    return error;
-  }
-  await sql`release savepoint ${sql.id(name)}`.execute(trx);
-  return null;
 }

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
-import { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
+import { admissionSealsOf } from '../../projections/runtime/admission-seals.ts';
 import { createLogger } from '../log/logger.ts';
 import { ConfigError, loadConfig, type Config } from '../config/config.ts';
 import { PostgresUnreachableError } from '../db/database.ts';
@@ -178,14 +178,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       const names = rest.length > 0 ? rest : PROJECTIONS.map((p) => p.name);
       const results: Record<string, unknown> = {};
       // Blocks the projectors admitted before are believed from their seals, as the projectors do (docs/operations.md).
-      const seals = new AdmissionSeals({
-        db: infra.database.db,
-        stream: config.eventStream,
-        admission: infra.store.admission,
-        verifier: infra.signing.verifier,
-        signer: infra.signing.signer,
-        logger: createLogger('silent'),
-      });
+      const seals = admissionSealsOf(infra, createLogger('silent'));
       for (const name of names) {
         const projection = projectionNamed(name);
         if (!projection) throw new UsageError(`unknown projection '${name}' (known: ${PROJECTIONS.map((p) => p.name).join(', ')})`);

@@ -1,6 +1,6 @@
 import { CURRENT_VERSION } from '../events/catalogue/index.ts';
-import { InadmissibleCode, type AdmissionResult } from '../events/event-admission.ts';
-import { chainBrokenDetail, ChainPlace, SubjectChains } from '../events/subject-chains.ts';
+import type { AdmissionResult } from '../events/event-admission.ts';
+import { SubjectChains } from '../events/subject-chains.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { UsageError } from './output.ts';
 import type { Options } from './cli-options.ts';
@@ -26,17 +26,14 @@ export async function runEventsTail(infra: Infrastructure, options: Options): Pr
   // subject's first message.
   const wholeStream = from <= 1 && (await infra.store.firstSequence()) === 1;
   const chains = new SubjectChains(wholeStream ? {} : { firstSeqOf: (subject) => infra.store.firstSeqOf(subject) });
-  const show = async (result: AdmissionResult) => {
+  const show = async (admitted: AdmissionResult) => {
+    const { result } = await chains.judge(admitted);
     if (!result.ok) {
       const { seq, subject, code, error } = result.corrupt;
       print({ seq, subject, corrupt: true, code, error });
       return;
     }
     const { seq, subject, event } = result.stored;
-    if ((await chains.place(seq, subject, event)) === ChainPlace.Broken) {
-      print({ seq, subject, corrupt: true, code: InadmissibleCode.ChainBroken, error: chainBrokenDetail(event.prev_hash) });
-      return;
-    }
     if (!type || event.type === type) print({ seq, subject, ...event });
   };
   if (!options.follow) {

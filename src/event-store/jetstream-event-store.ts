@@ -230,13 +230,7 @@ export class JetStreamEventStore implements EventStore {
     if (uptoSeq <= afterSeq) return;
     let cursor = afterSeq + 1;
     for (let read = 0; read < DIRECT_READ_LIMIT; read++) {
-      let message: Awaited<ReturnType<typeof this.jsm.direct.getMessage>>;
-      try {
-        message = await this.jsm.direct.getMessage(this.streamName, { seq: cursor, next_by_subj: subject });
-      } catch (error) {
-        if (isNatsUnavailable(error)) throw new EventStoreUnavailableError(`reading ${subject} failed: ${String(error)}`, { cause: error });
-        throw error;
-      }
+      const message = await this.nextOnSubject(subject, cursor);
       if (!message || message.seq > uptoSeq) return;
       yield { seq: message.seq, subject: message.subject, data: message.data };
       if (message.seq === uptoSeq) return;
@@ -306,8 +300,13 @@ export class JetStreamEventStore implements EventStore {
 
   /** The sequence of the first message still stored on a subject, or null when it has none. One round trip. */
   async firstSeqOf(subject: string): Promise<number | null> {
+    return (await this.nextOnSubject(subject, 1))?.seq ?? null;
+  }
+
+  /** The first message on `subject` at or after `seq` (a direct get), or null; NATS down is EventStoreUnavailableError. */
+  private async nextOnSubject(subject: string, seq: number) {
     try {
-      return (await this.jsm.direct.getMessage(this.streamName, { seq: 1, next_by_subj: subject }))?.seq ?? null;
+      return await this.jsm.direct.getMessage(this.streamName, { seq, next_by_subj: subject });
     } catch (error) {
       if (isNatsUnavailable(error)) throw new EventStoreUnavailableError(`reading ${subject} failed: ${String(error)}`, { cause: error });
       throw error;

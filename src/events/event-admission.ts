@@ -211,7 +211,7 @@ export class EventAdmission {
       result = { ok: false, corrupt: corruptEventOf(new InadmissibleEventError(refusal.code, raw.seq, raw.subject, refusal.detail)) };
     } else {
       try {
-        const event = JSON.parse(typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data)) as EventEnvelope;
+        const event = JSON.parse(textOf(raw)) as EventEnvelope;
         result = { ok: true, stored: { seq: raw.seq, subject: raw.subject, event } };
       } catch {
         // Bytes that hash like admitted ones but do not parse cannot happen short of a SHA-256 collision: admit in full.
@@ -315,7 +315,7 @@ export class EventAdmission {
     if (!seen || seen.seq !== raw.seq || seen.subject !== raw.subject || seen.digest !== digestOf(raw)) return undefined;
     if (seen.corrupt) return { ok: false, corrupt: seen.corrupt };
     // The same bytes were admitted: parsing them again gives the same, believed envelope.
-    const event = JSON.parse(typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data)) as EventEnvelope;
+    const event = JSON.parse(textOf(raw)) as EventEnvelope;
     return { ok: true, stored: { seq: raw.seq, subject: raw.subject, event } };
   }
 
@@ -336,7 +336,7 @@ export class EventAdmission {
     let event: EventEnvelope;
     let text: string;
     try {
-      text = typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data);
+      text = textOf(raw);
       event = JSON.parse(text) as EventEnvelope;
     } catch (error) {
       throw new InadmissibleEventError(InadmissibleCode.NotJson, seq, subject, 'not UTF-8 JSON', { cause: error });
@@ -385,8 +385,13 @@ function ownCopy(bytes: Buffer): Buffer {
   return copy;
 }
 
-/** The message's bytes, as a Buffer view (no copy) for comparisons. */
-function bytesOf(raw: RawEventMessage): Buffer {
+/** The message's text. @throws TypeError when its bytes are not UTF-8. */
+function textOf(raw: RawEventMessage): string {
+  return typeof raw.data === 'string' ? raw.data : utf8.decode(raw.data);
+}
+
+/** The message's bytes, as a Buffer view (no copy) for comparisons and digests. */
+export function bytesOf(raw: RawEventMessage): Buffer {
   return typeof raw.data === 'string' ? Buffer.from(raw.data, 'utf8') : Buffer.from(raw.data.buffer, raw.data.byteOffset, raw.data.byteLength);
 }
 

@@ -1,4 +1,5 @@
 import { GENESIS_HASH, type EventEnvelope } from './envelope.ts';
+import { corruptEventOf, InadmissibleCode, InadmissibleEventError, type AdmissionResult } from './event-admission.ts';
 
 /** Where a believed event stands in its subject's hash chain, as a reader following the stream sees it. */
 export const ChainPlace = {
@@ -80,6 +81,21 @@ export class SubjectChains {
     this.heads.set(subject, event.hash);
     if (this.heads.size > this.maxSubjects) this.forgetOldest();
     return ChainPlace.Continues;
+  }
+
+  /**
+   * Judges an admission result (in stream order) as {@link place} does: a believed event that
+   * is not where its chain says it belongs comes back as a `chain-broken` refusal, so a reader
+   * has one branch for everything it cannot believe. `unknownStart` marks a believed event
+   * whose subject began before what the reader saw (nothing to judge it by).
+   */
+  async judge(result: AdmissionResult): Promise<{ readonly result: AdmissionResult; readonly unknownStart: boolean }> {
+    if (!result.ok) return { result, unknownStart: false };
+    const { seq, subject, event } = result.stored;
+    const place = await this.place(seq, subject, event);
+    if (place !== ChainPlace.Broken) return { result, unknownStart: place === ChainPlace.Unknown };
+    const broken = new InadmissibleEventError(InadmissibleCode.ChainBroken, seq, subject, chainBrokenDetail(String(event.prev_hash)));
+    return { result: { ok: false, corrupt: corruptEventOf(broken) }, unknownStart: false };
   }
 
   /** Drops the tenth of the subjects first seen longest ago, in one pass (one at a time, each drop would walk the dropped ones before it). */

@@ -27,7 +27,7 @@ import { ProposalService } from '../policy/proposal-service.ts';
 import { AgentWorker } from '../workers/agent-worker.ts';
 import { ApplyWorker } from '../workers/apply-worker.ts';
 import { PlatformChangeImporter } from '../workers/platform-change-importer.ts';
-import { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
+import { admissionSealsOf, type AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
 import { ServiceMetrics } from '../metrics/service-metrics.ts';
 import { metricsRouter } from '../http/routes/metrics-routes.ts';
 import { eventSigningKeysRouter } from '../http/routes/event-signing-keys-routes.ts';
@@ -91,13 +91,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // its orchestrator's probes and Prometheus's scrapes: what it counts is in its /metrics alone.
   // Its port is taken before any consumer starts: a start that fails on it must not have picked
   // up work first.
+  const readiness = readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') });
   let operations: HttpServer | undefined;
   if (!config.roles.includes('http')) {
     const app = createHttpApp({
       config,
       logger,
       routers: [metricsRouter(metrics.registry)],
-      readiness: readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') }),
+      readiness,
       publicPages: false,
     });
     try {
@@ -109,14 +110,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   }
   if (config.roles.includes('projectors')) {
     // Blocks of the stream admitted before (by this process or another with the key) are believed from their seals.
-    seals = new AdmissionSeals({
-      db: database.db,
-      stream: config.eventStream,
-      admission: store.admission,
-      verifier: infrastructure.signing.verifier,
-      signer: infrastructure.signing.signer,
-      logger,
-    });
+    seals = admissionSealsOf(infrastructure, logger);
     // One consumer and one admission of each batch for every projection, each in its own transaction.
     const projector = new Projector({
       db: database.db,
@@ -200,7 +194,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         metricsRouter(metrics.registry),
       ],
       observeRequest: (method, route, status, seconds) => metrics.observeHttpRequest(method, route, status, seconds),
-      readiness: readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') }),
+      readiness,
       readinessAudience: async (ctx) => {
         if (isLoopback(ctx.ip)) return true;
         const header = ctx.get('authorization');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { v4 as uuidv4 } from 'uuid';
-import { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
+import { AdmissionSeals, admissionSealsOf } from '../../projections/runtime/admission-seals.ts';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
@@ -16,10 +16,12 @@ import { sealEvent } from '../../src/events/event-hash.ts';
 import { sealSignedBytes } from '../../src/events/sealing/admission-seal.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
+import type { Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
+import { ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 
 /** Small blocks, so a few dozen events make several. */
@@ -55,7 +57,7 @@ async function parked(db: Kysely<Database>, projection: string): Promise<{ seq: 
 }
 
 function sealsFor(infra: Infrastructure, admission = infra.store.admission, verifier = infra.signing.verifier): AdmissionSeals {
-  return new AdmissionSeals({ db: infra.database.db, stream: infra.config.eventStream, admission, verifier, signer: infra.signing.signer, logger, blockSize: BLOCK });
+  return admissionSealsOf(infra, logger, { admission, verifier, blockSize: BLOCK });
 }
 
 /** Runs `projection` from zero to the stream's head on `infra` and stops. */
@@ -114,21 +116,34 @@ describe('admission seals: a block admitted once is believed from its signed sea
   };
   const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
 
-  /** A fresh process's view of the same stream and database: nothing remembered from the writer. */
-  const withFreshProcess = async <T>(work: (infra: Infrastructure) => Promise<T>): Promise<T> => {
-    const infra = await openInfrastructure(config, 'test-seals-reader');
+  /** A process of its own on `on`'s stream and database: nothing remembered from any other. */
+  const withProcess = async <T>(on: Config, work: (infra: Infrastructure) => Promise<T>): Promise<T> => {
+    const infra = await openInfrastructure(on, 'test-seals-reader');
     try {
       return await work(infra);
     } finally {
       await infra.close();
     }
   };
+  /** A fresh process's view of the writer's stream and database. */
+  const withFreshProcess = <T>(work: (infra: Infrastructure) => Promise<T>): Promise<T> => withProcess(config, work);
+  /** A stream and database of the test's own, dropped after it. */
+  const withOwnStream = async (label: string, work: (own: Config) => Promise<void>): Promise<void> => {
+    const own = isolatedConfig(label);
+    try {
+      await work(own);
+    } finally {
+      await dropIsolated(own);
+    }
+  };
+  /** Well-formed and chained, but unsigned: what anyone with publish rights can write. */
+  const unsignedEvent = (workspace: string) => ({ ...workspaceCreated(workspace), prev_hash: GENESIS_HASH, hash: '0'.repeat(64) });
 
   const forged: { seq: number; code: string }[] = [];
 
   it('seals every block a projector admitted whole, and a fresh process reading the stream again believes them: same events, same refusals, no event signature checked', async () => {
     await appendGenuine(writer, 12);
-    forged.push({ seq: await publishRaw(writer, subjectOf(writer, 'ws-forged'), { ...workspaceCreated('ws-forged'), prev_hash: GENESIS_HASH, hash: '0'.repeat(64) }), code: 'untrusted' });
+    forged.push({ seq: await publishRaw(writer, subjectOf(writer, 'ws-forged'), unsignedEvent('ws-forged')), code: 'untrusted' });
     await appendGenuine(writer, 5);
     forged.push({ seq: await publishRaw(writer, subjectOf(writer, 'ws-junk'), '{"not json'), code: 'not-json' });
     const other = signedBy(writer, attacker);
@@ -197,90 +212,120 @@ describe('admission seals: a block admitted once is believed from its signed sea
     });
   });
 
-  it('does not believe a seal over other messages: a stream made again with a forged event where a genuine one was is refused', async () => {
-    const remade = isolatedConfig('seals-remade');
-    const first = await openInfrastructure(remade, 'test-seals-remade-1');
-    try {
-      await appendGenuine(first, BLOCK);
-      const seals = sealsFor(first);
-      await project(first, recordingProjection('before_remake'), seals);
-      expect(seals.counts.written).to.equal(1);
-      await first.jsm.streams.delete(remade.eventStream);
-    } finally {
-      await first.close();
-    }
-    // The same stream name, the same sequences, other bytes: the seal of block 1 stays in Postgres.
-    const second = await openInfrastructure(remade, 'test-seals-remade-2');
-    try {
-      await appendGenuine(second, 4);
-      const forgedSeq = await publishRaw(second, subjectOf(second, 'ws-forged-2'), { ...workspaceCreated('ws-forged-2'), prev_hash: GENESIS_HASH, hash: '0'.repeat(64) });
-      await appendGenuine(second, BLOCK - 5);
-      const seals = sealsFor(second);
-      await project(second, recordingProjection('after_remake'), seals);
-      expect(seals.counts.rejected).to.equal(1);
-      expect(seals.counts.eventsFromSeals).to.equal(0);
-      expect(await parked(second.database.db, 'after_remake')).to.deep.equal([{ seq: forgedSeq, code: 'untrusted' }]);
-    } finally {
-      await second.close();
-      await dropIsolated(remade);
-    }
-  });
+  it('does not believe a seal over other messages: a stream made again with a forged event where a genuine one was is refused', () =>
+    withOwnStream('seals-remade', async (remade) => {
+      await withProcess(remade, async (first) => {
+        await appendGenuine(first, BLOCK);
+        const seals = sealsFor(first);
+        await project(first, recordingProjection('before_remake'), seals);
+        expect(seals.counts.written).to.equal(1);
+        await first.jsm.streams.delete(remade.eventStream);
+      });
+      // The same stream name, the same sequences, other bytes: the seal of block 1 stays in Postgres.
+      await withProcess(remade, async (second) => {
+        await appendGenuine(second, 4);
+        const forgedSeq = await publishRaw(second, subjectOf(second, 'ws-forged-2'), unsignedEvent('ws-forged-2'));
+        await appendGenuine(second, BLOCK - 5);
+        const seals = sealsFor(second);
+        await project(second, recordingProjection('after_remake'), seals);
+        expect(seals.counts.rejected).to.equal(1);
+        expect(seals.counts.eventsFromSeals).to.equal(0);
+        expect(await parked(second.database.db, 'after_remake')).to.deep.equal([{ seq: forgedSeq, code: 'untrusted' }]);
+      });
+    }));
 
-  it('reaches a verdict again under other rules: an event refused for an unknown key is believed once that key is known', async () => {
-    const rotated = isolatedConfig('seals-rules');
-    const infra = await openInfrastructure(rotated, 'test-seals-rules');
-    try {
-      await appendGenuine(infra, 3);
-      const retiredKeyEvent = signedBy(infra, attacker);
-      const seq = await publishRaw(infra, retiredKeyEvent.subject, retiredKeyEvent.event);
-      await appendGenuine(infra, BLOCK - 4);
-      const seals = sealsFor(infra);
-      await project(infra, recordingProjection('one_key'), seals);
-      expect(seals.counts.written).to.equal(1);
-      expect(await parked(infra.database.db, 'one_key')).to.deep.equal([{ seq, code: 'untrusted' }]);
+  it('reaches a verdict again under other rules: an event refused for an unknown key is believed once that key is known', () =>
+    withOwnStream('seals-rules', (rotated) =>
+      withProcess(rotated, async (infra) => {
+        await appendGenuine(infra, 3);
+        const retiredKeyEvent = signedBy(infra, attacker);
+        const seq = await publishRaw(infra, retiredKeyEvent.subject, retiredKeyEvent.event);
+        await appendGenuine(infra, BLOCK - 4);
+        const seals = sealsFor(infra);
+        await project(infra, recordingProjection('one_key'), seals);
+        expect(seals.counts.written).to.equal(1);
+        expect(await parked(infra.database.db, 'one_key')).to.deep.equal([{ seq, code: 'untrusted' }]);
 
-      // The operator adds the other key as a retired one: the rules change, and so do the verdicts.
-      const verifier = new EventVerifier(
-        [...infra.signing.keys, { keyId: attacker.keyId, publicKey: attacker.publicKey, status: 'retired' }],
-        infra.signing.verifier.activation,
-      );
-      const admission = new EventAdmission({ authenticity: verifier });
-      expect(admission.rulesFingerprint()).to.not.equal(infra.store.admission.rulesFingerprint());
-      const again = sealsFor(infra, admission, verifier);
-      await project(infra, recordingProjection('two_keys'), again, admission);
-      expect(again.counts.eventsFromSeals).to.equal(0);
-      expect(await parked(infra.database.db, 'two_keys')).to.deep.equal([]);
-      expect((await believed(infra.database.db, 'two_keys')).map((row) => row.seq)).to.include(seq);
-    } finally {
-      await infra.close();
-      await dropIsolated(rotated);
-    }
-  });
+        // The operator adds the other key as a retired one: the rules change, and so do the verdicts.
+        const verifier = new EventVerifier(
+          [...infra.signing.keys, { keyId: attacker.keyId, publicKey: attacker.publicKey, status: 'retired' }],
+          infra.signing.verifier.activation,
+        );
+        const admission = new EventAdmission({ authenticity: verifier });
+        expect(admission.rulesFingerprint()).to.not.equal(infra.store.admission.rulesFingerprint());
+        const again = sealsFor(infra, admission, verifier);
+        await project(infra, recordingProjection('two_keys'), again, admission);
+        expect(again.counts.eventsFromSeals).to.equal(0);
+        expect(await parked(infra.database.db, 'two_keys')).to.deep.equal([]);
+        expect((await believed(infra.database.db, 'two_keys')).map((row) => row.seq)).to.include(seq);
+      }),
+    ));
 
-  it('does not seal a block whose refusal quotes hostile or oversized text, and still refuses those events on every read', async () => {
-    const hostile = isolatedConfig('seals-hostile');
-    const infra = await openInfrastructure(hostile, 'test-seals-hostile');
-    try {
-      await appendGenuine(infra, 2);
-      const base = { ...workspaceCreated('ws-hostile'), prev_hash: GENESIS_HASH, hash: '0'.repeat(64) };
-      const nul = await publishRaw(infra, subjectOf(infra, 'ws-hostile'), { ...base, id: uuidv4(), type: 'Evil\u0000Type' });
-      await appendGenuine(infra, BLOCK - 3);
-      // Block 2: a type name far longer than a seal carries.
-      const long = await publishRaw(infra, subjectOf(infra, 'ws-hostile-2'), { ...base, id: uuidv4(), type: 'X'.repeat(5_000) });
-      await appendGenuine(infra, BLOCK - 1);
-      const seals = sealsFor(infra);
-      await project(infra, recordingProjection('hostile_first'), seals);
-      expect(seals.counts.written).to.equal(0);
-      const expected = [{ seq: nul, code: 'unknown-type' }, { seq: long, code: 'unknown-type' }];
-      expect(await parked(infra.database.db, 'hostile_first')).to.deep.equal(expected);
-      await project(infra, recordingProjection('hostile_again'), seals);
-      expect(seals.counts.eventsFromSeals).to.equal(0);
-      expect(await parked(infra.database.db, 'hostile_again')).to.deep.equal(expected);
-    } finally {
-      await infra.close();
-      await dropIsolated(hostile);
-    }
-  });
+  it('does not seal a block whose refusal quotes hostile or oversized text, and still refuses those events on every read', () =>
+    withOwnStream('seals-hostile', (hostile) =>
+      withProcess(hostile, async (infra) => {
+        await appendGenuine(infra, 2);
+        const base = unsignedEvent('ws-hostile');
+        const nul = await publishRaw(infra, subjectOf(infra, 'ws-hostile'), { ...base, id: uuidv4(), type: 'Evil\u0000Type' });
+        await appendGenuine(infra, BLOCK - 3);
+        // Block 2: a type name far longer than a seal carries.
+        const long = await publishRaw(infra, subjectOf(infra, 'ws-hostile-2'), { ...base, id: uuidv4(), type: 'X'.repeat(5_000) });
+        await appendGenuine(infra, BLOCK - 1);
+        const seals = sealsFor(infra);
+        await project(infra, recordingProjection('hostile_first'), seals);
+        expect(seals.counts.written).to.equal(0);
+        const expected = [{ seq: nul, code: 'unknown-type' }, { seq: long, code: 'unknown-type' }];
+        expect(await parked(infra.database.db, 'hostile_first')).to.deep.equal(expected);
+        await project(infra, recordingProjection('hostile_again'), seals);
+        expect(seals.counts.eventsFromSeals).to.equal(0);
+        expect(await parked(infra.database.db, 'hostile_again')).to.deep.equal(expected);
+      }),
+    ));
+
+  it('applies every event exactly once and in order when a projector believing seals is stopped between its commit and its ack', () =>
+    withOwnStream('seals-crash', async (own) => {
+      await withProcess(own, async (infra) => {
+        await appendGenuine(infra, 3 * BLOCK);
+        const sealing = sealsFor(infra);
+        await project(infra, recordingProjection('sealing'), sealing);
+        expect(sealing.counts.written).to.equal(3);
+      });
+      const head = 3 * BLOCK;
+      // The victim commits its first batch and "dies" before acknowledging the second.
+      await withProcess(own, async (crashed) => {
+        let freeze: (() => void) | undefined;
+        const frozen = new Promise<void>((resolve) => (freeze = resolve));
+        let commits = 0;
+        const victim = ledgerProjector(crashed, {
+          batchSize: BLOCK,
+          lingerMs: 500,
+          seals: sealsFor(crashed),
+          afterCommit: async () => {
+            if (++commits < 2) return;
+            freeze!();
+            await new Promise(() => undefined);
+          },
+        });
+        await victim.start();
+        await frozen;
+        await crashed.nc.close();
+      });
+      await withProcess(own, async (survivor) => {
+        expect((await readCheckpoint(survivor.database.db, 'ledger'))!.lastSeq).to.be.within(1, head - 1);
+        const seals = sealsFor(survivor);
+        const projector = ledgerProjector(survivor, { batchSize: BLOCK, lingerMs: 500, seals });
+        await projector.start();
+        try {
+          await eventually(async () => expect((await readCheckpoint(survivor.database.db, 'ledger'))!.lastSeq).to.equal(head), 20_000);
+        } finally {
+          await projector.stop();
+        }
+        expect(seals.counts.eventsFromSeals).to.be.greaterThan(0);
+        const rows = await ledgerRows(survivor.database.db);
+        expect(rows.filter((row) => row.applied !== 1)).to.deep.equal([]);
+        expect(rows.map((row) => Number(row.seq))).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
+      });
+    }));
 
   it('seals only blocks it saw admitted from first to last sequence: a gap leaves the block unsealed', async () => {
     const seals = sealsFor(writer);

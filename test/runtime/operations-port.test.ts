@@ -1,8 +1,10 @@
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { expect } from 'chai';
 import { createServer } from 'node:net';
 import { loadConfig } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { startService, type RunningService } from '../../src/runtime/service.ts';
+import { AGENT_WORKER_CONSUMER } from '../../src/workers/agent-worker.ts';
 import { serviceEnv } from '../support/cli.ts';
 import { expectProblemResponse } from '../support/problem.ts';
 import { sampleOf } from '../support/prometheus.ts';
@@ -101,6 +103,13 @@ describe('a process without the http role whose port is taken', function () {
     } finally {
       holder.close();
     }
+    // Nothing was ever delivered to an agent worker: its durable consumer was not made, or made and never fed.
+    const { jsm } = api.service.infrastructure;
+    const consumer = await jsm.consumers.info(api.config.eventStream, AGENT_WORKER_CONSUMER).catch((error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound) return null;
+      throw error;
+    });
+    expect(consumer?.delivered.stream_seq ?? 0, 'no message reached an agent worker').to.equal(0);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const run = await (await api.request('GET', `/api/v1/runs/${runId}`, { key: tenant.keys.read })).json();
     expect(run.status, 'no worker picked the run up').to.equal('queued');

@@ -1,14 +1,13 @@
-import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createPublicKey } from 'node:crypto';
 import { ApprovalsPerDayConsumer, type ApprovalsPerDayOptions, type SigningKey } from '../../examples/analytics-consumer/approvals-per-day.ts';
 import type { Config } from '../../src/config/config.ts';
-import { keyIdOf } from '../../src/events/signing/signing-keys.ts';
+import { keyIdOf, publicKeyPem, readPrivateKeyFile } from '../../src/events/signing/signing-keys.ts';
 
 /** The public half of the key a test service signs with, as GET /api/v1/event-signing-keys lists it. */
 export function testServiceSigningKey(config: Config): SigningKey {
   if (!config.eventSigningKeyFile) throw new Error('the test service has no signing key file');
-  const publicKey = createPublicKey(createPrivateKey(readFileSync(config.eventSigningKeyFile)));
-  return { key_id: keyIdOf(publicKey), public_key_pem: publicKey.export({ format: 'pem', type: 'spki' }).toString() };
+  const publicKey = createPublicKey(readPrivateKeyFile(config.eventSigningKeyFile));
+  return { key_id: keyIdOf(publicKey), public_key_pem: publicKeyPem(publicKey) };
 }
 
 /**

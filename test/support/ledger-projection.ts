@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Projection } from '../../projections/runtime/projection.ts';
+import type { AdmissionSeals } from '../../projections/runtime/admission-seals.ts';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { Infrastructure } from '../../src/runtime/infrastructure.ts';
@@ -42,7 +43,10 @@ export async function ledgerRows(db: Kysely<any>): Promise<{ event_id: string; s
 }
 
 /** A projector of the ledger projection on an infrastructure's stream (not started). */
-export function ledgerProjector(infra: Infrastructure, options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void } = {}): Projector {
+export function ledgerProjector(
+  infra: Infrastructure,
+  options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void; seals?: AdmissionSeals; lingerMs?: number } = {},
+): Projector {
   return new Projector({
     db: infra.database.db,
     js: infra.js,
@@ -53,5 +57,8 @@ export function ledgerProjector(infra: Infrastructure, options: { batchSize?: nu
     logger: createLogger('silent'),
     batchSize: options.batchSize ?? 20,
     afterCommit: options.afterCommit,
+    admission: options.seals ? infra.store.admission : undefined,
+    seals: options.seals,
+    lingerMs: options.lingerMs,
   });
 }

@@ -13,6 +13,7 @@ import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadAccount } from '../../commands/queries.ts';
 import { streams } from '../../src/event-store/subjects.ts';
 import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
+import { sampleOf } from '../support/prometheus.ts';
 
 const TEXT = (text: string): ModelTurn => ({ parts: [{ kind: 'text', text }], usage: { input_tokens: 1, output_tokens: 1 } });
 const CALL = (name: string, args: Record<string, unknown> = {}): ModelTurn => ({
@@ -76,9 +77,7 @@ function worker(svc: TestService, model: ModelClient, options: { concurrency?: n
 }
 
 async function metric(svc: TestService, name: string, labels: string): Promise<number> {
-  const text = await (await svc.request('GET', '/metrics')).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
-  return line ? Number(line.split(' ').at(-1)) : 0;
+  return sampleOf(await (await svc.request('GET', '/metrics')).text(), `${name}{${labels}}`) ?? 0;
 }
 
 describe('agent runs stop before their next tool call once they may not go on', function () {

@@ -18,9 +18,11 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
   const type = props.search.get('type') ?? '';
   const page = Math.max(1, Number.parseInt(props.search.get('page') ?? '1', 10) || 1);
   const [entries, setEntries] = useState<Loadable<readonly HistoryEntry[]>>({ state: 'loading' });
-  const [complete, setComplete] = useState(true);
-  /** The service could not list the newest events yet (it has not checked them): they come on a Refresh. */
-  const [waiting, setWaiting] = useState(false);
+  /**
+   * How the last read ended: with every page (`complete`), or stopped by the service because it
+   * has not checked the newest events yet (`waiting`: they come on a Refresh), or neither (cut short).
+   */
+  const [ending, setEnding] = useState({ complete: true, waiting: false });
   const [account, setAccount] = useState<Account | null>(null);
   /** Bumped by the Refresh button: the history is read on demand, not polled (it can be thousands of events). */
   const [readCount, setReadCount] = useState(0);
@@ -38,10 +40,9 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
       if (cursor) query.set('cursor', cursor);
       return apiPaths.history(projectId, query);
     }, { signal: controller.signal, maxPages: MAX_API_PAGES })
-      .then(({ rows, complete: all, waiting: behind }) => {
+      .then(({ rows, complete, waiting }) => {
         setEntries({ state: 'ready', value: rows.reverse() });
-        setComplete(all || behind === true);
-        setWaiting(behind === true);
+        setEnding({ complete, waiting: waiting === true });
       })
       .catch((error: unknown) => {
         if (!controller.signal.aborted) setEntries({ state: 'error', message: error instanceof Error ? error.message : String(error) });
@@ -89,8 +90,8 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
         <button type="submit" class="button-secondary">Apply filters</button>
       </form>
       <p><button type="button" class="button-quiet" onClick={() => setReadCount((count) => count + 1)}>Refresh</button></p>
-      {!complete && <p class="notice">This history is longer than the console reads at once: only its oldest part is listed. Narrow it with a run id.</p>}
-      {waiting && <p class="notice">The newest events are not listed yet: the service has not finished checking them. Refresh in a moment.</p>}
+      {!ending.complete && !ending.waiting && <p class="notice">This history is longer than the console reads at once: only its oldest part is listed. Narrow it with a run id.</p>}
+      {ending.waiting && <p class="notice">The newest events are not listed yet: the service has not finished checking them. Refresh in a moment.</p>}
       <LoadState loadable={entries} loadingText="Loading the history…" emptyText="No event matches.">
         {() => (
           <>

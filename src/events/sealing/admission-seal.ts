@@ -1,6 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
-import type { InadmissibleCode } from '../event-admission.ts';
+import { bytesOf, type InadmissibleCode, type RawEventMessage } from '../event-admission.ts';
 
 /**
  * Stream sequences per sealed block: block k holds sequences k·SEAL_BLOCK + 1 … (k + 1)·SEAL_BLOCK.
@@ -69,16 +69,17 @@ export function blockOf(seq: number, blockSize = SEAL_BLOCK): { readonly firstSe
  *
  * @example
  * const digest = new BlockDigest();
- * for (const message of block) digest.add(message.seq, message.subject, message.data);
+ * for (const message of block) digest.add(message);
  * digest.finish(); // base64
  */
 export class BlockDigest {
   private readonly bytes: Hash = createHash('sha256');
   private lines = '';
 
-  add(seq: number, subject: string, data: Uint8Array): void {
-    this.bytes.update(data);
-    this.lines += `${seq} ${subject} ${data.byteLength}\n`;
+  add(message: RawEventMessage): void {
+    const bytes = bytesOf(message);
+    this.bytes.update(bytes);
+    this.lines += `${message.seq} ${message.subject} ${bytes.byteLength}\n`;
   }
 
   finish(): string {

@@ -3,8 +3,7 @@ import { PassThrough } from 'node:stream';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
-import { admitRawEvent } from '../../events/admit-raw-event.ts';
-import { InadmissibleCode } from '../../events/event-admission.ts';
+import type { DomainEvent } from '../../events/catalogue/index.ts';
 import { streams } from '../../event-store/subjects.ts';
 import { ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
@@ -12,7 +11,7 @@ import { defineRoute, type RouteDefinition } from '../route-table/route-definiti
 import type { ApiContext } from './api-context.ts';
 import { RUN_ID } from './path-parameters.ts';
 import { RUN_STREAM_EVENTS, toRunStreamMessage } from './run-event-stream.ts';
-import { ChainPlace, SubjectChains } from '../../events/subject-chains.ts';
+import { SubjectChains } from '../../events/subject-chains.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
 
 const HEARTBEAT_MS = 15_000;
@@ -161,16 +160,15 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       void (async () => {
         try {
           for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
-            const admitted = admitRawEvent(api.store.admission, raw);
-            const place = admitted.kind === 'corrupt' ? null : await chains.place(raw.seq, raw.subject, admitted.event);
+            const { result, unknownStart } = await chains.judge(api.store.admission.tryAdmit(raw));
             if (raw.seq <= resumeAfter) continue;
-            if (admitted.kind === 'corrupt' || place === ChainPlace.Broken) {
+            if (!result.ok) {
               // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
-              body.write(`: skipped a corrupt stored message (${admitted.kind === 'corrupt' ? admitted.code : InadmissibleCode.ChainBroken})\nid: ${raw.seq}\n\n`);
+              body.write(`: skipped a corrupt stored message (${result.corrupt.code})\nid: ${raw.seq}\n\n`);
               continue;
             }
             // A subject whose start the stream did not see holds nothing it shows.
-            const message = place === ChainPlace.Continues ? toRunStreamMessage(admitted.event, runId, api.config.publicBaseUrl) : null;
+            const message = unknownStart ? null : toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl);
             if (!message) continue;
             body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
             if (message.terminal) break;
