@@ -30,6 +30,12 @@ export interface IsolatingOptions {
   readonly knownHeads?: ReadonlyMap<string, string>;
   /** Told the heads this batch moved (written in the caller's transaction, not yet committed). */
   readonly onHeadsMoved?: (moved: ReadonlyMap<string, string>) => void;
+  /**
+   * Apply the batch without savepoints (see ApplyContext): any failure then aborts the
+   * caller's transaction and is thrown, and the caller applies the batch again without this
+   * option, which isolates what Postgres refuses.
+   */
+  readonly unguarded?: boolean;
 }
 
 /**
@@ -75,6 +81,10 @@ export async function applyIsolating(
   // Events the projection has no use for need no savepoint and no statement of their own.
   const admitted = projection.handles ? chains.continuing.filter((entry) => projection.handles!(entry.stored.event)) : chains.continuing;
   if (admitted.length === 0) return parked;
+  if (options.unguarded) {
+    await projection.apply(trx, admitted.map((a) => a.stored), { guarded: false });
+    return parked;
+  }
 
   const whole = await inSavepoint(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));
   if (whole === null) return parked;

@@ -44,3 +44,27 @@ export async function writeCheckpoint(trx: Transaction<Database>, projection: st
     .executeTakeFirstOrThrow();
   return row.written_at;
 }
+
+/**
+ * Moves the checkpoint only if it is still exactly `expected` (same sequence, same write):
+ * the lock-free way to know nobody else wrote the projection since, checked at the end of the
+ * transaction instead of locked at its start. Waits for a writer that holds the row.
+ *
+ * @returns when it was written, or null when the checkpoint is no longer `expected`.
+ */
+export async function writeCheckpointIfUnchanged(
+  trx: Transaction<Database>,
+  projection: string,
+  checkpoint: Checkpoint,
+  expected: { readonly lastSeq: number; readonly writtenAt: string },
+): Promise<string | null> {
+  const row = await trx
+    .updateTable('projection_checkpoints')
+    .set({ version: checkpoint.version, last_seq: checkpoint.lastSeq, updated_at: sql`now()` as any })
+    .where('projection', '=', projection)
+    .where('last_seq', '=', expected.lastSeq)
+    .where(sql<string>`updated_at::text`, '=', expected.writtenAt)
+    .returning(sql<string>`updated_at::text`.as('written_at'))
+    .executeTakeFirst();
+  return row?.written_at ?? null;
+}

@@ -1,6 +1,7 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrls } from '../log/redact-url.ts';
+import { CopyCapablePostgresDialect } from './copy-capable-dialect.ts';
 import type { Database } from './schema.ts';
 
 // BIGINT sequences fit in a JS number (2^53) for any realistic event log: parse them as numbers.
@@ -56,7 +57,7 @@ export async function openDatabase(url: string, schema: string, maxConnections =
     await pool.end().catch(() => undefined);
     throw new PostgresUnreachableError(url, error);
   }
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new CopyCapablePostgresDialect(pool) });
   return {
     db,
     schema,

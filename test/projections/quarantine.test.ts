@@ -302,4 +302,109 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     expect(flakyParked.every((p) => p.code !== 'refused')).to.equal(true);
     expect(rows.length + flakyParked.length).to.equal(head);
   });
+  it('a live projector sees a retry move a chain head behind its back, and applies the next event of that subject', async () => {
+    // The projector remembers the chain heads it committed and, once it wrote the checkpoint
+    // itself, commits without locking it. The retry below moves a head it remembers and
+    // rewrites the checkpoint at the same sequence: the projector must notice before it judges
+    // the subject's next event against the head it remembers (it would park it as chain-broken).
+    const table = 'picky_heads';
+    const { workspace, event: zero } = fresh('zero');
+    const admission = new EventAdmission({
+      authenticity: {
+        check: (event) => {
+          if ((event.data as { name?: string }).name === 'late' && !trusted) throw new Error('no valid signature from a known key');
+        },
+      },
+    });
+    let trusted = false;
+    const projector = new Projector({
+      db: infra.database.db,
+      js: infra.js,
+      jsm: infra.jsm,
+      stream: config.eventStream,
+      filterSubject: infra.subjects.all,
+      projection: pickyProjectionNamed(table),
+      logger: createLogger('silent'),
+      admission,
+      lingerMs: 0,
+    });
+    const checkpointOf = async () => (await readCheckpoint(infra.database.db, table))?.lastSeq;
+    const first = sealed(zero);
+    const zeroSeq = await publishRaw(subjectOf(workspace), first);
+    await projector.start();
+    try {
+      await eventually(async () => expect(await checkpointOf()).to.equal(zeroSeq));
+      const late = sealEvent(workspaceCreated(workspace, 'late'), first.hash, infra.signing.signer);
+      const firstSeq = await publishRaw(subjectOf(workspace), late);
+      await eventually(async () => expect(await checkpointOf()).to.equal(firstSeq));
+      const parkedSince = async () => (await listQuarantine(infra.database.db)).filter((p) => p.projection === table && p.seq >= zeroSeq).map((p) => [p.seq, p.code]);
+      expect(await parkedSince()).to.deep.equal([[firstSeq, 'untrusted']]);
+
+      trusted = true;
+      const retried = await retryQuarantined({ db: infra.database.db, store: infra.store, projections: [pickyProjectionNamed(table)], seq: firstSeq });
+      expect(retried.map((r) => r.outcome)).to.deep.equal(['applied']);
+      const next = sealEvent(workspaceCreated(workspace, 'next'), late.hash, infra.signing.signer);
+      const nextSeq = await publishRaw(subjectOf(workspace), next);
+      await eventually(async () => expect(await checkpointOf()).to.equal(nextSeq));
+      expect(await parkedSince()).to.deep.equal([]);
+    } finally {
+      await projector.stop();
+    }
+    // The earlier tests' events are in this stream too: only what this test published.
+    const rows: { name: string; applied: number }[] = await (infra.database.db as Kysely<any>)
+      .selectFrom(table)
+      .select(['name', 'applied'])
+      .where('seq', '>=', zeroSeq)
+      .orderBy('seq')
+      .execute();
+    expect(rows).to.deep.equal([
+      { name: 'zero', applied: 1 },
+      { name: 'late', applied: 1 },
+      { name: 'next', applied: 1 },
+    ]);
+  });
+  it('a live projector that commits without savepoints isolates an event Postgres refuses, and applies the rest of its batch once', async () => {
+    const table = 'picky_live';
+    const projector = new Projector({
+      db: infra.database.db,
+      js: infra.js,
+      jsm: infra.jsm,
+      stream: config.eventStream,
+      filterSubject: infra.subjects.all,
+      projection: pickyProjectionNamed(table),
+      logger: createLogger('silent'),
+      admission: infra.store.admission,
+      lingerMs: 50,
+    });
+    const checkpointOf = async () => (await readCheckpoint(infra.database.db, table))?.lastSeq;
+    const warm = fresh('warm');
+    const warmSeq = await publishRaw(subjectOf(warm.workspace), sealed(warm.event));
+    await projector.start();
+    try {
+      // The first batch takes the careful path (the projector has not written the checkpoint yet); the next ones the fast one.
+      await eventually(async () => expect(await checkpointOf()).to.equal(warmSeq));
+      // The earlier tests' bad events are in this stream too.
+      const parkedBefore = projector.currentStatus().parked;
+      const batch = [fresh('before'), fresh('much-too-long-for-eight'), fresh('after')];
+      const seqs = await Promise.all(batch.map(({ workspace, event }) => publishRaw(subjectOf(workspace), sealed(event))));
+      await eventually(async () => expect(await checkpointOf()).to.equal(Math.max(...seqs)));
+      expect(projector.currentStatus()).to.include({ stalled: false, parked: parkedBefore + 1 });
+    } finally {
+      await projector.stop();
+    }
+    const parked = (await listQuarantine(infra.database.db)).filter((p) => p.projection === table && p.seq > warmSeq);
+    expect(parked.map((p) => p.code)).to.deep.equal(['refused']);
+    expect(parked[0]!.error).to.match(/SQLSTATE 22001/);
+    const rows: { name: string; applied: number }[] = await (infra.database.db as Kysely<any>)
+      .selectFrom(table)
+      .select(['name', 'applied'])
+      .where('seq', '>=', warmSeq)
+      .orderBy('seq')
+      .execute();
+    expect(rows).to.deep.equal([
+      { name: 'warm', applied: 1 },
+      { name: 'before', applied: 1 },
+      { name: 'after', applied: 1 },
+    ]);
+  });
 });

@@ -9,8 +9,8 @@ import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 
 /**
- * The runs projection writes runs first queued in a batch with a plain insert (cheaper for
- * Postgres than an upsert) and every other run with an upsert. A RunQueued whose run is
+ * The runs projection copies runs first queued in a batch in (COPY: cheaper for Postgres
+ * than an upsert) and writes every other run with an upsert. A RunQueued whose run is
  * already stored must still be upserted as it always was (the run is queued again; who queued
  * it, when and its brief are kept), and never fail the batch.
  */
@@ -58,5 +58,20 @@ describe('runs projection: a run queued in a batch is inserted, or upserted when
     expect(Number(requeued.queued_seq)).to.equal(first.seq);
     expect((await row(c)).status).to.equal('queued');
     expect(Number((await db.selectFrom('runs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)).to.equal(3);
+  });
+  it('unguarded (the projector\'s fast path), a second RunQueued fails the whole transaction, and the same batch then applies guarded', async () => {
+    const [a, b] = [uuidv4(), uuidv4()];
+    await apply([queued(a, 'acc-3', 'stored brief')]);
+    const batch = [queued(b, 'acc-3', 'new'), queued(a, 'acc-3', 'queued again')];
+    const unguarded = await db
+      .transaction()
+      .execute((trx) => runsProjection.apply(trx, batch, { guarded: false }))
+      .catch((error: unknown) => error);
+    expect((unguarded as { code?: string }).code).to.equal('23505');
+    expect(await db.selectFrom('runs').select('id').where('id', '=', b).executeTakeFirst()).to.equal(undefined);
+
+    await db.transaction().execute((trx) => runsProjection.apply(trx, batch, { guarded: true }));
+    expect(await row(a)).to.include({ brief: 'stored brief', status: 'queued' });
+    expect(await row(b)).to.include({ brief: 'new', status: 'queued' });
   });
 });
