@@ -10,7 +10,7 @@ import {
 } from '@nats-io/jetstream';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
-import { EventAdmission, type AdmissionResult } from '../../src/events/event-admission.ts';
+import { EventAdmission, type AdmissionResult, type RawEventMessage } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
@@ -122,10 +122,21 @@ class Lane {
   }
 }
 
+/**
+ * A delivered message with what every stage of a batch reads of it taken once: each read of
+ * a JsMsg's `data` makes a new view of its buffer, and a catching-up projector read it three
+ * times per event (seal digest, admission, quarantine payload).
+ */
+interface DeliveredMessage extends RawEventMessage {
+  readonly data: Uint8Array;
+  /** To acknowledge, hand back or extend the delivery. */
+  readonly delivery: JsMsg;
+}
+
 /** A batch taken from the buffer and admitted: admission is the CPU-heavy half of a batch. */
 interface AdmittedBatch {
-  readonly messages: JsMsg[];
-  /** Stream sequence of each message (read once: each read of a JsMsg's goes through getters). */
+  readonly messages: DeliveredMessage[];
+  /** Stream sequence of each message, in order. */
   readonly seqs: number[];
   /** Each message with its verdict, in order: what every projection that needs the whole batch applies. */
   readonly entries: BatchEntry[];
@@ -135,7 +146,7 @@ interface AdmittedBatch {
 
 /** A batch taken from the buffer whose admission may still be under way. */
 interface PendingBatch {
-  readonly messages: JsMsg[];
+  readonly messages: DeliveredMessage[];
   readonly admitted: Promise<AdmissionResult[]>;
 }
 
@@ -162,7 +173,7 @@ const ADMISSION_SLICE = 100;
  */
 export class Projector {
   private messages: ConsumerMessages | undefined;
-  private buffer: JsMsg[] = [];
+  private buffer: DeliveredMessage[] = [];
   /** When the oldest message in `buffer` arrived (performance.now()). */
   private bufferedSince = 0;
   private wake: (() => void) | undefined;
@@ -259,7 +270,7 @@ export class Projector {
       max_messages: this.batchSize * 2,
       callback: (message) => {
         if (this.buffer.length === 0) this.bufferedSince = performance.now();
-        this.buffer.push(message);
+        this.buffer.push({ seq: message.seq, subject: message.subject, data: message.data, delivery: message });
         this.wake?.();
       },
     });
@@ -400,7 +411,7 @@ export class Projector {
     // batch was cut short at a block's end: then it has waited as long, and goes next.
     if (count === full) this.bufferedSince = performance.now();
     // How far behind the stream's head this batch is: a projector catching up keeps no verdicts for other readers.
-    const behindHead = messages[messages.length - 1]!.info.pending;
+    const behindHead = messages[messages.length - 1]!.delivery.info.pending;
     const admit = (): Promise<AdmissionResult[]> =>
       admitWithSeals(messages, {
         admission: this.admission,
@@ -446,7 +457,7 @@ export class Projector {
         } catch (error) {
           this.options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'projector afterCommit hook failed');
         }
-        batch.messages[batch.messages.length - 1]!.ack();
+        batch.messages[batch.messages.length - 1]!.delivery.ack();
         batch = undefined;
         continue;
       }
@@ -472,7 +483,7 @@ export class Projector {
           // Not a verdict on an event (those are values) but a fault: the batch is handed back.
           admissionFailures++;
           this.options.logger.error({ first_seq: taken.messages[0]?.seq, err: error instanceof Error ? error.message : String(error) }, 'projector could not admit a batch; it comes again');
-          for (const message of taken.messages) message.nak(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(admissionFailures, 6)));
+          for (const { delivery } of taken.messages) delivery.nak(Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(admissionFailures, 6)));
           continue;
         }
         pending = [...this.lanes];
@@ -492,7 +503,7 @@ export class Projector {
         // Earlier events are still pending elsewhere (another copy of this projector, or a
         // redelivery): hand the batch, and the one taken behind it, back and let them arrive
         // first. Projections that committed it meanwhile skip it when it comes again.
-        for (const message of [...current.messages, ...(next?.messages ?? [])]) message.nak(200);
+        for (const { delivery } of [...current.messages, ...(next?.messages ?? [])]) delivery.nak(200);
         batch = undefined;
         next = undefined;
         continue;
@@ -500,7 +511,7 @@ export class Projector {
       const left = this.running ? await this.detachFailing(failed) : [];
       pending = failed.filter((lane) => !left.includes(lane));
       if (pending.length === 0) continue;
-      for (const message of current.messages) message.working();
+      for (const { delivery } of current.messages) delivery.working();
       if (!this.running) break;
       const failures = Math.max(...pending.map((lane) => lane.failures));
       await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6))));
@@ -660,7 +671,7 @@ class CheckpointMovedError extends Error {
   }
 }
 
-function admittedBatch(messages: JsMsg[], verdicts: readonly AdmissionResult[]): AdmittedBatch {
+function admittedBatch(messages: DeliveredMessage[], verdicts: readonly AdmissionResult[]): AdmittedBatch {
   const seqs = messages.map((message) => message.seq);
   const entries = messages.map((message, index): BatchEntry => ({ result: verdicts[index]!, payload: message.data }));
   return { messages, seqs, entries, consecutive: seqs.every((seq, index) => seq === seqs[0]! + index) };

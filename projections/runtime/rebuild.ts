@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/schema.ts';
 import type { RawStoredMessage } from '../../src/event-store/event-store.ts';
 import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
+import { ApplyFailureKind, classifyApplyFailure } from './apply-failure.ts';
 import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
@@ -102,8 +103,9 @@ export interface FoldOptions {
 }
 
 /**
- * Folds the event log from sequence 1 into fresh tables of a projection in `schema`.
- * Used by the rebuild (which then swaps them in) and by `audit verify` (which compares
+ * Folds the event log from sequence 1 into fresh tables of a projection in `schema`, in
+ * stream order, one transaction a batch, reading and admitting the next batch while the
+ * transaction of the one before runs. Used by the rebuild (which then swaps them in) and by `audit verify` (which compares
  * them with the live tables).
  */
 export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number; parked: number }> {
@@ -118,21 +120,32 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   let lastSeq = 0;
   let batch: RawStoredMessage[] = [];
   const recorder = options.seals?.recorder();
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const messages = batch;
-    batch = [];
-    const entries = await admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder);
-    const parkedNow = await inSchema(db, schema, (trx) =>
-      applyIsolating(trx, projection, entries, {
-        quarantineSchema: options.quarantineSchema,
-        park: options.quarantineSchema !== undefined,
-      }),
+  /** The transaction of the batch before: the next batch is read and admitted while it runs. */
+  let committing: Promise<void> = Promise.resolve();
+  const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
+    const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
+    // As the live projector: without savepoints first; when Postgres refuses anything, the
+    // batch again inside savepoints, which parks exactly what it refuses.
+    const parkedNow = await inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded: true })).catch(
+      (error: unknown) => {
+        if (classifyApplyFailure(error) !== ApplyFailureKind.Deterministic) throw error;
+        return inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, isolating));
+      },
     );
     applied += messages.length - parkedNow.length;
     parked += parkedNow.length;
     lastSeq = messages[messages.length - 1]!.seq;
     options.onProgress?.(lastSeq, target);
+  };
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const messages = batch;
+    batch = [];
+    const entries = await admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder);
+    await committing;
+    committing = apply(messages, entries);
+    // Awaited before the next batch's transaction, or at the end: its failure is the fold's.
+    committing.catch(() => undefined);
   };
   if (target > 0) {
     for await (const raw of store.readRaw(filterSubject, 1, target)) {
@@ -141,6 +154,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
     }
   }
   await flush();
+  await committing;
   return { applied, lastSeq, parked };
 }
 
