@@ -75,10 +75,15 @@ export function foldRunEvents(rows: Map<string, RunRecord>, events: readonly Sto
     if (!row) continue;
     switch (event.type) {
       case 'RunStarted':
-        Object.assign(row, { status: 'running', started_at: event.time, worker_id: event.data.worker_id, agent: event.data.agent });
+        row.status = 'running';
+        row.started_at = event.time;
+        row.worker_id = event.data.worker_id;
+        row.agent = event.data.agent;
         break;
       case 'RunCanceled':
-        Object.assign(row, { status: 'canceled', finished_at: event.time, duration_ms: elapsedMs(row, event.time) });
+        row.status = 'canceled';
+        row.finished_at = event.time;
+        row.duration_ms = elapsedMs(row, event.time);
         break;
       case 'RunSucceeded':
         Object.assign(row, {

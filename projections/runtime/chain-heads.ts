@@ -75,18 +75,19 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
       .execute();
     for (const row of rows) heads.set(row.subject, row.last_hash);
   }
-  const moved = new Map<string, { seq: number; hash: string }>();
+  /** Each moved subject's last continuing entry. */
+  const moved = new Map<string, StoredEvent>();
   const continuing: T[] = [];
   const broken: { entry: T; expected: string }[] = [];
   for (const entry of entries) {
-    const { subject, seq, event } = entry.stored;
-    const expected = heads.get(subject) ?? GENESIS_HASH;
-    if (event.prev_hash !== expected) {
+    const { stored } = entry;
+    const expected = heads.get(stored.subject) ?? GENESIS_HASH;
+    if (stored.event.prev_hash !== expected) {
       broken.push({ entry, expected });
       continue;
     }
-    heads.set(subject, event.hash);
-    moved.set(subject, { seq, hash: event.hash });
+    heads.set(stored.subject, stored.event.hash);
+    moved.set(stored.subject, stored);
     continuing.push(entry);
   }
   if (moved.size > 0) {
@@ -95,9 +96,9 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
     const newHeads = [...moved.values()];
     await sql`
       insert into ${sql.table(table)} (subject, last_seq, last_hash)
-      select * from unnest(${subjects}::text[], ${newHeads.map((h) => h.seq)}::bigint[], ${newHeads.map((h) => h.hash)}::text[])
+      select * from unnest(${subjects}::text[], ${newHeads.map((h) => h.seq)}::bigint[], ${newHeads.map((h) => h.event.hash)}::text[])
       on conflict (subject) do update set last_seq = excluded.last_seq, last_hash = excluded.last_hash
     `.execute(trx);
   }
-  return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.hash])) };
+  return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.event.hash])) };
 }
