@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { InadmissibleCode, type AdmissionResult } from '../../src/events/event-admission.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
@@ -28,8 +28,13 @@ export interface IsolatingOptions {
   readonly checkChain?: boolean;
   /** Chain heads the caller knows to be current; those subjects' heads are not read. */
   readonly knownHeads?: ReadonlyMap<string, string>;
-  /** Told the heads this batch moved (written in the caller's transaction, not yet committed). */
-  readonly onHeadsMoved?: (moved: ReadonlyMap<string, string>) => void;
+  /**
+   * Told the heads this batch moved (written in the caller's transaction, not yet committed),
+   * and the statement that writes them.
+   */
+  readonly onHeadsMoved?: (moved: ReadonlyMap<string, string>, headsUpsert: RawBuilder<unknown> | null) => void;
+  /** False: the moved heads are not written here; the caller executes `headsUpsert` itself (one round trip fewer when it joins a statement of its own). */
+  readonly writeHeads?: boolean;
   /**
    * Apply the batch without savepoints (see ApplyContext): any failure then aborts the
    * caller's transaction and is thrown, and the caller applies the batch again without this
@@ -66,8 +71,11 @@ export async function applyIsolating(
   }
   // A validly signed event that does not continue its subject's hash chain is a replay or an
   // insertion (see chain-heads.ts); it is parked like any other event that cannot be believed.
-  const chains = options.checkChain === false ? { continuing: believable, broken: [] } : await checkChains(trx, projection, believable, options.knownHeads);
-  if ('moved' in chains) options.onHeadsMoved?.(chains.moved);
+  const chains =
+    options.checkChain === false
+      ? { continuing: believable, broken: [] }
+      : await checkChains(trx, projection, believable, options.knownHeads, { write: options.writeHeads !== false });
+  if ('moved' in chains) options.onHeadsMoved?.(chains.moved, chains.headsUpsert);
   for (const { entry, expected } of chains.broken) {
     await park({
       projection: projection.name,

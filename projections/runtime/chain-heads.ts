@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { GENESIS_HASH } from '../../src/events/envelope.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
@@ -43,21 +43,28 @@ export interface ChainCheck<T> {
   readonly broken: { readonly entry: T; readonly expected: string }[];
   /** The new head hash of each subject the batch moved, as written in the transaction. */
   readonly moved: ReadonlyMap<string, string>;
+  /**
+   * The statement that writes the moved heads (null when none moved): already executed,
+   * unless the caller asked to write it itself (`write: false`), e.g. as part of its own statement.
+   */
+  readonly headsUpsert: RawBuilder<unknown> | null;
 }
 
 /**
  * Splits a batch (in stream order) into events that continue their subject's chain and
  * events that do not, and records the new heads in the same transaction. Two queries a
- * batch: one read of the heads of the batch's subjects, one multi-row upsert. `known` heads
- * (what the caller committed itself, while no one else wrote: see the projector) are not read.
+ * batch: one read of the heads of the batch's subjects, one multi-row upsert (left to the
+ * caller with `write: false`). `known` heads (what the caller committed itself, while no one
+ * else wrote: see the projector) are not read.
  */
 export async function checkChains<T extends { readonly stored: StoredEvent }>(
   trx: Transaction<Database>,
   projection: Projection,
   entries: readonly T[],
   known?: ReadonlyMap<string, string>,
+  { write = true }: { readonly write?: boolean } = {},
 ): Promise<ChainCheck<T>> {
-  if (entries.length === 0) return { continuing: [], broken: [], moved: new Map() };
+  if (entries.length === 0) return { continuing: [], broken: [], moved: new Map(), headsUpsert: null };
   const table = chainHeadsTable(projection);
   const db = trx as unknown as Kysely<any>;
   const heads = new Map<string, string>();
@@ -90,15 +97,16 @@ export async function checkChains<T extends { readonly stored: StoredEvent }>(
     moved.set(stored.subject, stored);
     continuing.push(entry);
   }
-  if (moved.size > 0) {
-    // Three array parameters whatever the number of subjects: no per-row parameters to compile and send.
-    const subjects = [...moved.keys()];
-    const newHeads = [...moved.values()];
-    await sql`
-      insert into ${sql.table(table)} (subject, last_seq, last_hash)
-      select * from unnest(${subjects}::text[], ${newHeads.map((h) => h.seq)}::bigint[], ${newHeads.map((h) => h.event.hash)}::text[])
-      on conflict (subject) do update set last_seq = excluded.last_seq, last_hash = excluded.last_hash
-    `.execute(trx);
-  }
-  return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.event.hash])) };
+  const headsUpsert = moved.size > 0 ? upsertHeads(table, [...moved.values()]) : null;
+  if (headsUpsert && write) await headsUpsert.execute(trx);
+  return { continuing, broken, moved: new Map([...moved].map(([subject, head]) => [subject, head.event.hash])), headsUpsert };
+}
+
+/** Sets each event's subject head to it; three array parameters whatever the number of subjects: no per-row parameters to compile and send. */
+function upsertHeads(table: string, heads: readonly StoredEvent[]): RawBuilder<unknown> {
+  return sql`
+    insert into ${sql.table(table)} (subject, last_seq, last_hash)
+    select * from unnest(${heads.map((h) => h.subject)}::text[], ${heads.map((h) => h.seq)}::bigint[], ${heads.map((h) => h.event.hash)}::text[])
+    on conflict (subject) do update set last_seq = excluded.last_seq, last_hash = excluded.last_hash
+  `;
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 
 export interface Checkpoint {
@@ -49,6 +49,9 @@ export async function writeCheckpoint(trx: Transaction<Database>, projection: st
  * Moves the checkpoint only if it is still exactly `expected` (same sequence, same write):
  * the lock-free way to know nobody else wrote the projection since, checked at the end of the
  * transaction instead of locked at its start. Waits for a writer that holds the row.
+ * `alongside` (a data-modifying statement of the same transaction, e.g. the chain heads'
+ * upsert) runs in the same statement, saving its round trip; it runs whatever the outcome,
+ * so the caller rolls back when this returns null.
  *
  * @returns when it was written, or null when the checkpoint is no longer `expected`.
  */
@@ -57,14 +60,13 @@ export async function writeCheckpointIfUnchanged(
   projection: string,
   checkpoint: Checkpoint,
   expected: { readonly lastSeq: number; readonly writtenAt: string },
+  alongside: RawBuilder<unknown> | null = null,
 ): Promise<string | null> {
-  const row = await trx
-    .updateTable('projection_checkpoints')
-    .set({ version: checkpoint.version, last_seq: checkpoint.lastSeq, updated_at: sql`now()` as any })
-    .where('projection', '=', projection)
-    .where('last_seq', '=', expected.lastSeq)
-    .where(sql<string>`updated_at::text`, '=', expected.writtenAt)
-    .returning(sql<string>`updated_at::text`.as('written_at'))
-    .executeTakeFirst();
-  return row?.written_at ?? null;
+  const { rows } = await sql<{ written_at: string }>`
+    ${alongside ? sql`with alongside as (${alongside})` : sql``}
+    update projection_checkpoints set version = ${checkpoint.version}, last_seq = ${checkpoint.lastSeq}, updated_at = now()
+    where projection = ${projection} and last_seq = ${expected.lastSeq} and updated_at::text = ${expected.writtenAt}
+    returning updated_at::text as written_at
+  `.execute(trx);
+  return rows[0]?.written_at ?? null;
 }

@@ -8,7 +8,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult, type RawEventMessage } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
@@ -567,8 +567,9 @@ export class Projector {
    * `writtenAt`) and the chain heads as of it. The events after it are applied unguarded
    * (apply-isolating.ts) and the checkpoint is moved only if no one wrote it since
    * (writeCheckpointIfUnchanged); else the transaction is rolled back and the lane forgets
-   * what it knew. Three round trips fewer a batch than the careful path: the lock and two
-   * savepoint pairs.
+   * what it knew. The chain heads are written in the checkpoint's statement. Four round trips
+   * fewer a batch than the careful path (the lock, the heads, a savepoint pair), six for the
+   * runs projection (its own savepoint pair).
    *
    * @returns false, with nothing written, when the careful path must take the batch: the
    *   lane's knowledge was stale, or the batch does not start right after the checkpoint.
@@ -581,12 +582,22 @@ export class Projector {
     if (fresh === null) return false;
     if (lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
     let moved: ReadonlyMap<string, string> = new Map();
+    let headsUpsert: RawBuilder<unknown> | null = null;
     const lastSeq = known + fresh.length;
     const outcome = await db
       .transaction()
       .execute(async (trx) => {
-        const parked = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, onHeadsMoved: (heads) => (moved = heads), unguarded: true });
-        const written = await writeCheckpointIfUnchanged(trx, projection.name, { version: projection.version, lastSeq }, { lastSeq: known, writtenAt });
+        const parked = await applyIsolating(trx, projection, fresh, {
+          knownHeads: lane.heads,
+          onHeadsMoved: (heads, upsert) => {
+            moved = heads;
+            headsUpsert = upsert;
+          },
+          writeHeads: false,
+          unguarded: true,
+        });
+        const checkpoint = { version: projection.version, lastSeq };
+        const written = await writeCheckpointIfUnchanged(trx, projection.name, checkpoint, { lastSeq: known, writtenAt }, headsUpsert);
         if (written === null) throw new CheckpointMovedError();
         return { parked, written };
       })
