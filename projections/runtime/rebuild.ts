@@ -9,6 +9,13 @@ import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 
+/**
+ * Events a fold applies in one transaction, as the live projector's batch: 2,000 rebuilt the
+ * benchmark's 100,000 runs events about 25% faster than 1,000 (52,000–57,000 against
+ * 40,000–46,000 events a second, alternating runs); 4,000 was no faster than 2,000 within noise.
+ */
+export const FOLD_BATCH = 2000;
+
 export interface RebuildOptions {
   readonly db: Kysely<Database>;
   readonly store: EventStore;
@@ -17,6 +24,7 @@ export interface RebuildOptions {
   /** Subject filter covering the whole stream. */
   readonly filterSubject: string;
   readonly projection: Projection;
+  /** Events a transaction (default {@link FOLD_BATCH}). */
   readonly batchSize?: number;
   /** Called after every batch with events applied so far and the target sequence. */
   readonly onProgress?: (applied: number, target: number) => void;
@@ -41,7 +49,7 @@ export interface RebuildResult {
  */
 export async function rebuildProjection(options: RebuildOptions): Promise<RebuildResult> {
   const { db, store, schema, projection, filterSubject } = options;
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = options.batchSize ?? FOLD_BATCH;
   const shadow = `${schema}_rebuild`;
   const started = Date.now();
 
@@ -110,7 +118,7 @@ export interface FoldOptions {
  */
 export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number; parked: number }> {
   const { db, store, schema, projection, filterSubject } = options;
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = options.batchSize ?? FOLD_BATCH;
   await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
   await sql`create schema ${sql.id(schema)}`.execute(db);
   await inSchema(db, schema, (trx) => createOwnedTables(trx, projection));
