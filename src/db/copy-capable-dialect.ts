@@ -29,7 +29,7 @@ export class CopyCapableConnection implements DatabaseConnection {
     return { numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined, rows: (rows ?? []) as R[] };
   }
 
-  // eslint-disable-next-line require-yield
+  /** kysely's `.stream()` needs pg-cursor, which this service does not use. */
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not enabled on this dialect (no cursor configured)');
   }
