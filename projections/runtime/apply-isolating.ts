@@ -112,3 +112,21 @@ export async function applyIsolating(
   }
   return parked;
 }
+
+/**
+ * The rule every caller of an unguarded apply follows: try the batch unguarded (no savepoints,
+ * in a transaction `attempt` opens), and when Postgres refuses anything in it (the events'
+ * fault, class 22/23), try it again guarded in a new transaction, where applyIsolating parks
+ * exactly what Postgres refuses. Any other failure is thrown as it is.
+ *
+ * @example
+ * await unguardedThenGuarded((unguarded) => db.transaction().execute((trx) => applyIsolating(trx, projection, entries, { unguarded })));
+ */
+export async function unguardedThenGuarded<T>(attempt: (unguarded: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await attempt(true);
+  } catch (error) {
+    if (classifyApplyFailure(error) !== ApplyFailureKind.Deterministic) throw error;
+    return attempt(false);
+  }
+}

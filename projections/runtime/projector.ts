@@ -13,9 +13,8 @@ import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult, type RawEventMessage } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
-import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
+import { applyIsolating, unguardedThenGuarded, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint, writeCheckpointIfUnchanged } from './checkpoints.ts';
-import { ApplyFailureKind, classifyApplyFailure } from './apply-failure.ts';
 import type { ParkedEvent } from './quarantine.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
 import type { Projection } from './projection.ts';
@@ -551,15 +550,12 @@ export class Projector {
     const { seqs } = batch;
     // Checkpoints only move forward while a projector runs: a batch this lane committed is done.
     if (lane.status.lastSeq >= seqs[seqs.length - 1]!) return;
-    if (lane.headsAsOf !== null) {
-      try {
-        if (await this.commitFast(lane, batch, lane.headsAsOf)) return;
-      } catch (error) {
-        // A refusal the careful path isolates; anything else fails the batch as before.
-        if (classifyApplyFailure(error) !== ApplyFailureKind.Deterministic) throw error;
-      }
-    }
-    await this.commitCareful(lane, batch);
+    const writtenAt = lane.headsAsOf;
+    if (writtenAt === null) return this.commitCareful(lane, batch);
+    const committed = await unguardedThenGuarded((unguarded) =>
+      unguarded ? this.commitFast(lane, batch, writtenAt) : this.commitCareful(lane, batch).then(() => true),
+    );
+    if (!committed) await this.commitCareful(lane, batch);
   }
 
   /**
@@ -572,14 +568,19 @@ export class Projector {
    * runs projection (its own savepoint pair).
    *
    * @returns false, with nothing written, when the careful path must take the batch: the
-   *   lane's knowledge was stale, or the batch does not start right after the checkpoint.
+   *   lane's knowledge was stale, or the batch does not follow the checkpoint it knows.
    */
   private async commitFast(lane: Lane, batch: AdmittedBatch, writtenAt: string): Promise<boolean> {
     const { db } = this.options;
     const { projection } = lane;
     const known = lane.status.lastSeq;
-    const fresh = freshEntries(batch, known);
-    if (fresh === null) return false;
+    let fresh: BatchEntry[];
+    try {
+      fresh = entriesAfter(batch, known);
+    } catch (error) {
+      if (error instanceof SequenceGapError) return false;
+      throw error;
+    }
     if (lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
     let moved: ReadonlyMap<string, string> = new Map();
     let headsUpsert: RawBuilder<unknown> | null = null;
@@ -618,7 +619,6 @@ export class Projector {
   private async commitCareful(lane: Lane, batch: AdmittedBatch): Promise<void> {
     const { db } = this.options;
     const { projection } = lane;
-    const { seqs } = batch;
     let moved: ReadonlyMap<string, string> = new Map();
     const result = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
@@ -626,22 +626,10 @@ export class Projector {
         throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
       }
       if (checkpoint.writtenAt !== lane.headsAsOf || lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
-      let fresh: BatchEntry[] = [];
-      let expected = checkpoint.lastSeq + 1;
-      if (batch.consecutive && seqs[0] === expected) {
-        fresh = batch.entries;
-        expected += seqs.length;
-      } else {
-        for (const [index, seq] of seqs.entries()) {
-          if (seq < expected) continue;
-          if (seq > expected) throw new SequenceGapError(expected, seq);
-          fresh.push(batch.entries[index]!);
-          expected++;
-        }
-      }
+      const fresh = entriesAfter(batch, checkpoint.lastSeq);
       if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt };
       const parked = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, onHeadsMoved: (heads) => (moved = heads) });
-      const last = expected - 1;
+      const last = checkpoint.lastSeq + fresh.length;
       const writtenAt = await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
       return { lastSeq: last, parked, writtenAt };
     });
@@ -664,14 +652,27 @@ export class Projector {
 }
 
 /**
- * The entries of `batch` after `checkpoint`, when they follow it without a gap; null when
- * the batch starts past checkpoint + 1 or skips a sequence (the careful path decides then).
+ * The entries of `batch` after `checkpoint`, in stream order (none when the checkpoint is past
+ * the batch; redelivered duplicates skipped).
+ *
+ * @throws SequenceGapError when a sequence between the checkpoint and the batch's events is missing.
  */
-function freshEntries(batch: AdmittedBatch, checkpoint: number): BatchEntry[] | null {
+function entriesAfter(batch: AdmittedBatch, checkpoint: number): BatchEntry[] {
   const { seqs, entries } = batch;
-  const from = seqs.indexOf(checkpoint + 1);
-  if (from === -1 || !batch.consecutive) return null;
-  return from === 0 ? entries : entries.slice(from);
+  if (batch.consecutive) {
+    const from = checkpoint + 1 - seqs[0]!;
+    if (from < 0) throw new SequenceGapError(checkpoint + 1, seqs[0]!);
+    return from === 0 ? entries : entries.slice(from);
+  }
+  const fresh: BatchEntry[] = [];
+  let expected = checkpoint + 1;
+  for (const [index, seq] of seqs.entries()) {
+    if (seq < expected) continue;
+    if (seq > expected) throw new SequenceGapError(expected, seq);
+    fresh.push(entries[index]!);
+    expected++;
+  }
+  return fresh;
 }
 
 /** The fast path's checkpoint was written by someone else meanwhile: its transaction is rolled back. */

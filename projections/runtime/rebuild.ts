@@ -3,8 +3,7 @@ import type { Database } from '../../src/db/schema.ts';
 import type { RawStoredMessage } from '../../src/event-store/event-store.ts';
 import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
-import { ApplyFailureKind, classifyApplyFailure } from './apply-failure.ts';
-import { applyIsolating, type BatchEntry } from './apply-isolating.ts';
+import { applyIsolating, unguardedThenGuarded, type BatchEntry } from './apply-isolating.ts';
 import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
@@ -14,7 +13,7 @@ import type { Projection } from './projection.ts';
  * benchmark's 100,000 runs events about 25% faster than 1,000 (52,000–57,000 against
  * 40,000–46,000 events a second, alternating runs); 4,000 was no faster than 2,000 within noise.
  */
-export const FOLD_BATCH = 2000;
+const FOLD_BATCH = 2000;
 
 export interface RebuildOptions {
   readonly db: Kysely<Database>;
@@ -132,14 +131,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   let committing: Promise<void> = Promise.resolve();
   const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
     const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
-    // As the live projector: without savepoints first; when Postgres refuses anything, the
-    // batch again inside savepoints, which parks exactly what it refuses.
-    const parkedNow = await inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded: true })).catch(
-      (error: unknown) => {
-        if (classifyApplyFailure(error) !== ApplyFailureKind.Deterministic) throw error;
-        return inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, isolating));
-      },
-    );
+    const parkedNow = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded })));
     applied += messages.length - parkedNow.length;
     parked += parkedNow.length;
     lastSeq = messages[messages.length - 1]!.seq;

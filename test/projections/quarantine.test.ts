@@ -88,7 +88,7 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     const workspace = `ws-${++sealCount}`;
     return { workspace, event: workspaceCreated(workspace, name) };
   };
-  const projectorOf = (projection: Projection, batchSize = 50) =>
+  const projectorOf = (projection: Projection, { batchSize = 50, admission = infra.store.admission, lingerMs }: { batchSize?: number; admission?: EventAdmission; lingerMs?: number } = {}) =>
     new Projector({
       db: infra.database.db,
       js: infra.js,
@@ -96,10 +96,15 @@ describe('projection quarantine: one bad event is parked, the projector stays li
       stream: config.eventStream,
       filterSubject: infra.subjects.all,
       projection,
-      admission: infra.store.admission,
+      admission,
       logger: createLogger('silent'),
       batchSize,
+      lingerMs,
     });
+  const checkpointOf = async (projection: string) => (await readCheckpoint(infra.database.db, projection))?.lastSeq;
+  /** A picky table's rows from `seq` on: the earlier tests' events are in this stream too. */
+  const pickyRowsFrom = (table: string, seq: number): Promise<{ name: string; applied: number }[]> =>
+    (infra.database.db as Kysely<any>).selectFrom(table).select(['name', 'applied']).where('seq', '>=', seq).orderBy('seq').execute();
 
   /** The events of the first test, in order: [expected quarantine code or null for good, seq]. */
   const published: { seq: number; code: string | null; name: string | null }[] = [];
@@ -232,16 +237,7 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     });
     const forgedSeq = await publishRaw(subjectOf(forged.workspace), sealed(forged.event));
     const genuineSeq = await publishRaw(subjectOf(genuine.workspace), sealed(genuine.event));
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection: pickyProjectionNamed('picky_signed'),
-      logger: createLogger('silent'),
-      admission,
-    });
+    const projector = projectorOf(pickyProjectionNamed('picky_signed'), { batchSize: 2000, admission });
     await projector.start();
     try {
       await eventually(async () => expect((await readCheckpoint(infra.database.db, 'picky_signed'))!.lastSeq).to.equal(genuineSeq));
@@ -280,7 +276,7 @@ describe('projection quarantine: one bad event is parked, the projector stays li
         }
       },
     };
-    const projector = projectorOf(flaky, 1000);
+    const projector = projectorOf(flaky, { batchSize: 1000 });
     const quarantinedBefore = (await listQuarantine(infra.database.db)).filter((p) => p.projection === 'flaky').length;
     await projector.start();
     const head = await infra.store.lastSequence();
@@ -317,26 +313,15 @@ describe('projection quarantine: one bad event is parked, the projector stays li
       },
     });
     let trusted = false;
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection: pickyProjectionNamed(table),
-      logger: createLogger('silent'),
-      admission,
-      lingerMs: 0,
-    });
-    const checkpointOf = async () => (await readCheckpoint(infra.database.db, table))?.lastSeq;
+    const projector = projectorOf(pickyProjectionNamed(table), { admission, lingerMs: 0 });
     const first = sealed(zero);
     const zeroSeq = await publishRaw(subjectOf(workspace), first);
     await projector.start();
     try {
-      await eventually(async () => expect(await checkpointOf()).to.equal(zeroSeq));
+      await eventually(async () => expect(await checkpointOf(table)).to.equal(zeroSeq));
       const late = sealEvent(workspaceCreated(workspace, 'late'), first.hash, infra.signing.signer);
       const firstSeq = await publishRaw(subjectOf(workspace), late);
-      await eventually(async () => expect(await checkpointOf()).to.equal(firstSeq));
+      await eventually(async () => expect(await checkpointOf(table)).to.equal(firstSeq));
       const parkedSince = async () => (await listQuarantine(infra.database.db)).filter((p) => p.projection === table && p.seq >= zeroSeq).map((p) => [p.seq, p.code]);
       expect(await parkedSince()).to.deep.equal([[firstSeq, 'untrusted']]);
 
@@ -345,19 +330,12 @@ describe('projection quarantine: one bad event is parked, the projector stays li
       expect(retried.map((r) => r.outcome)).to.deep.equal(['applied']);
       const next = sealEvent(workspaceCreated(workspace, 'next'), late.hash, infra.signing.signer);
       const nextSeq = await publishRaw(subjectOf(workspace), next);
-      await eventually(async () => expect(await checkpointOf()).to.equal(nextSeq));
+      await eventually(async () => expect(await checkpointOf(table)).to.equal(nextSeq));
       expect(await parkedSince()).to.deep.equal([]);
     } finally {
       await projector.stop();
     }
-    // The earlier tests' events are in this stream too: only what this test published.
-    const rows: { name: string; applied: number }[] = await (infra.database.db as Kysely<any>)
-      .selectFrom(table)
-      .select(['name', 'applied'])
-      .where('seq', '>=', zeroSeq)
-      .orderBy('seq')
-      .execute();
-    expect(rows).to.deep.equal([
+    expect(await pickyRowsFrom(table, zeroSeq)).to.deep.equal([
       { name: 'zero', applied: 1 },
       { name: 'late', applied: 1 },
       { name: 'next', applied: 1 },
@@ -365,29 +343,18 @@ describe('projection quarantine: one bad event is parked, the projector stays li
   });
   it('a live projector that commits without savepoints isolates an event Postgres refuses, and applies the rest of its batch once', async () => {
     const table = 'picky_live';
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection: pickyProjectionNamed(table),
-      logger: createLogger('silent'),
-      admission: infra.store.admission,
-      lingerMs: 50,
-    });
-    const checkpointOf = async () => (await readCheckpoint(infra.database.db, table))?.lastSeq;
+    const projector = projectorOf(pickyProjectionNamed(table), { lingerMs: 50 });
     const warm = fresh('warm');
     const warmSeq = await publishRaw(subjectOf(warm.workspace), sealed(warm.event));
     await projector.start();
     try {
       // The first batch takes the careful path (the projector has not written the checkpoint yet); the next ones the fast one.
-      await eventually(async () => expect(await checkpointOf()).to.equal(warmSeq));
+      await eventually(async () => expect(await checkpointOf(table)).to.equal(warmSeq));
       // The earlier tests' bad events are in this stream too.
       const parkedBefore = projector.currentStatus().parked;
       const batch = [fresh('before'), fresh('much-too-long-for-eight'), fresh('after')];
       const seqs = await Promise.all(batch.map(({ workspace, event }) => publishRaw(subjectOf(workspace), sealed(event))));
-      await eventually(async () => expect(await checkpointOf()).to.equal(Math.max(...seqs)));
+      await eventually(async () => expect(await checkpointOf(table)).to.equal(Math.max(...seqs)));
       expect(projector.currentStatus()).to.include({ stalled: false, parked: parkedBefore + 1 });
     } finally {
       await projector.stop();
@@ -395,13 +362,7 @@ describe('projection quarantine: one bad event is parked, the projector stays li
     const parked = (await listQuarantine(infra.database.db)).filter((p) => p.projection === table && p.seq > warmSeq);
     expect(parked.map((p) => p.code)).to.deep.equal(['refused']);
     expect(parked[0]!.error).to.match(/SQLSTATE 22001/);
-    const rows: { name: string; applied: number }[] = await (infra.database.db as Kysely<any>)
-      .selectFrom(table)
-      .select(['name', 'applied'])
-      .where('seq', '>=', warmSeq)
-      .orderBy('seq')
-      .execute();
-    expect(rows).to.deep.equal([
+    expect(await pickyRowsFrom(table, warmSeq)).to.deep.equal([
       { name: 'warm', applied: 1 },
       { name: 'before', applied: 1 },
       { name: 'after', applied: 1 },
