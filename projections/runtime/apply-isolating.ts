@@ -15,6 +15,19 @@ export interface BatchEntry {
   readonly payload: Uint8Array;
 }
 
+/** What applyIsolating did in the caller's transaction (nothing of it committed yet). */
+export interface IsolatedBatch {
+  /** The events it parked, in order. */
+  readonly parked: ParkedEvent[];
+  /** The new head hash of each subject the batch moved (none when the chains were not checked). */
+  readonly movedHeads: ReadonlyMap<string, string>;
+  /**
+   * The statement that writes `movedHeads` (null when none moved): already executed, unless
+   * the caller asked to execute it itself (`writeHeads: false`).
+   */
+  readonly headsUpsert: RawBuilder<unknown> | null;
+}
+
 export interface IsolatingOptions {
   /** Schema of the quarantine table when the transaction's search path is elsewhere (rebuild). */
   readonly quarantineSchema?: string;
@@ -28,11 +41,6 @@ export interface IsolatingOptions {
   readonly checkChain?: boolean;
   /** Chain heads the caller knows to be current; those subjects' heads are not read. */
   readonly knownHeads?: ReadonlyMap<string, string>;
-  /**
-   * Told the heads this batch moved (written in the caller's transaction, not yet committed),
-   * and the statement that writes them.
-   */
-  readonly onHeadsMoved?: (moved: ReadonlyMap<string, string>, headsUpsert: RawBuilder<unknown> | null) => void;
   /** False: the moved heads are not written here; the caller executes `headsUpsert` itself (one round trip fewer when it joins a statement of its own). */
   readonly writeHeads?: boolean;
   /**
@@ -51,14 +59,15 @@ export interface IsolatingOptions {
  * savepoint, parking exactly the ones Postgres refuses alone. Stream order is kept.
  * Transient failures are rethrown: the caller rolls back and retries the whole batch.
  *
- * @returns the events it parked, in order.
+ * @example
+ * const { parked, movedHeads } = await applyIsolating(trx, projection, entries, { knownHeads });
  */
 export async function applyIsolating(
   trx: Transaction<Database>,
   projection: Projection,
   entries: readonly BatchEntry[],
   options: IsolatingOptions = {},
-): Promise<ParkedEvent[]> {
+): Promise<IsolatedBatch> {
   const parked: ParkedEvent[] = [];
   const park = async (entry: ParkedEvent) => {
     parked.push(entry);
@@ -73,9 +82,9 @@ export async function applyIsolating(
   // insertion (see chain-heads.ts); it is parked like any other event that cannot be believed.
   const chains =
     options.checkChain === false
-      ? { continuing: believable, broken: [] }
+      ? { continuing: believable, broken: [], moved: new Map<string, string>(), headsUpsert: null }
       : await checkChains(trx, projection, believable, options.knownHeads, { write: options.writeHeads !== false });
-  if ('moved' in chains) options.onHeadsMoved?.(chains.moved, chains.headsUpsert);
+  const done = (): IsolatedBatch => ({ parked, movedHeads: chains.moved, headsUpsert: chains.headsUpsert });
   for (const { entry, expected } of chains.broken) {
     await park({
       projection: projection.name,
@@ -88,14 +97,14 @@ export async function applyIsolating(
   }
   // Events the projection has no use for need no savepoint and no statement of their own.
   const admitted = projection.handles ? chains.continuing.filter((entry) => projection.handles!(entry.stored.event)) : chains.continuing;
-  if (admitted.length === 0) return parked;
+  if (admitted.length === 0) return done();
   if (options.unguarded) {
     await projection.apply(trx, admitted.map((a) => a.stored), { guarded: false });
-    return parked;
+    return done();
   }
 
   const whole = await inSavepoint(trx, 'apply_batch', () => projection.apply(trx, admitted.map((a) => a.stored)));
-  if (whole === null) return parked;
+  if (whole === null) return done();
   if (classifyApplyFailure(whole) === ApplyFailureKind.Transient) throw whole;
   for (const { stored, payload } of admitted) {
     const failure = await inSavepoint(trx, 'apply_one', () => projection.apply(trx, [stored]));
@@ -110,7 +119,7 @@ export async function applyIsolating(
       payload,
     });
   }
-  return parked;
+  return done();
 }
 
 /**

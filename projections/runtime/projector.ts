@@ -8,7 +8,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import type { Kysely, RawBuilder } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult, type RawEventMessage } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
@@ -582,25 +582,15 @@ export class Projector {
       throw error;
     }
     if (lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
-    let moved: ReadonlyMap<string, string> = new Map();
-    let headsUpsert: RawBuilder<unknown> | null = null;
     const lastSeq = known + fresh.length;
     const outcome = await db
       .transaction()
       .execute(async (trx) => {
-        const parked = await applyIsolating(trx, projection, fresh, {
-          knownHeads: lane.heads,
-          onHeadsMoved: (heads, upsert) => {
-            moved = heads;
-            headsUpsert = upsert;
-          },
-          writeHeads: false,
-          unguarded: true,
-        });
+        const applied = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, writeHeads: false, unguarded: true });
         const checkpoint = { version: projection.version, lastSeq };
-        const written = await writeCheckpointIfUnchanged(trx, projection.name, checkpoint, { lastSeq: known, writtenAt }, headsUpsert);
+        const written = await writeCheckpointIfUnchanged(trx, projection.name, checkpoint, { lastSeq: known, writtenAt }, applied.headsUpsert);
         if (written === null) throw new CheckpointMovedError();
-        return { parked, written };
+        return { applied, written };
       })
       .catch((error: unknown) => {
         if (error instanceof CheckpointMovedError) return null;
@@ -612,14 +602,13 @@ export class Projector {
       lane.headsAsOf = null;
       return false;
     }
-    this.committed(lane, { lastSeq, parked: outcome.parked, writtenAt: outcome.written }, moved);
+    this.committed(lane, { lastSeq, parked: outcome.applied.parked, writtenAt: outcome.written }, outcome.applied.movedHeads);
     return true;
   }
 
   private async commitCareful(lane: Lane, batch: AdmittedBatch): Promise<void> {
     const { db } = this.options;
     const { projection } = lane;
-    let moved: ReadonlyMap<string, string> = new Map();
     const result = await db.transaction().execute(async (trx) => {
       const checkpoint = await lockCheckpoint(trx, projection.name);
       if (!checkpoint || checkpoint.version !== projection.version) {
@@ -627,13 +616,13 @@ export class Projector {
       }
       if (checkpoint.writtenAt !== lane.headsAsOf || lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
       const fresh = entriesAfter(batch, checkpoint.lastSeq);
-      if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt };
-      const parked = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, onHeadsMoved: (heads) => (moved = heads) });
+      if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt, movedHeads: new Map<string, string>() };
+      const { parked, movedHeads } = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads });
       const last = checkpoint.lastSeq + fresh.length;
       const writtenAt = await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
-      return { lastSeq: last, parked, writtenAt };
+      return { lastSeq: last, parked, writtenAt, movedHeads };
     });
-    this.committed(lane, result, moved);
+    this.committed(lane, result, result.movedHeads);
   }
 
   /** After a commit: what the transaction wrote is now the truth the lane knows. */

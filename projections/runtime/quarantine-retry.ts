@@ -79,7 +79,7 @@ export async function retryQuarantined(options: RetryOptions): Promise<RetryResu
       }
       // An event Postgres refused had continued its chain when first seen; any other was never in it.
       const checkChain = entry.code !== InadmissibleCode.Refused;
-      const parked = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }], { checkChain });
+      const { parked } = await applyIsolating(trx, projection, [{ result: admitted, payload: message.data }], { checkChain });
       if (parked.length > 0) return { outcome: RetryOutcome.StillFailing, detail: parked[0]!.error };
       await releaseQuarantined(trx, projection.name, seq);
       // The retry may have moved a chain head: a projector remembering heads sees the checkpoint

@@ -72,7 +72,7 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
     for await (const raw of store.readRaw(filterSubject, lastSeq + 1, head)) tail.push(raw);
     if (tail.length > 0) {
       await sql`set local search_path to ${sql.id(shadow)}`.execute(trx);
-      const tailParked = await applyIsolating(trx, projection, await admitAll(store, tail, 0, options.seals), { quarantineSchema: schema });
+      const { parked: tailParked } = await applyIsolating(trx, projection, await admitAll(store, tail, 0, options.seals), { quarantineSchema: schema });
       lastSeq = tail[tail.length - 1]!.seq;
       applied += tail.length - tailParked.length;
       parked += tailParked.length;
@@ -131,7 +131,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   let committing: Promise<void> = Promise.resolve();
   const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
     const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
-    const parkedNow = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded })));
+    const { parked: parkedNow } = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded })));
     applied += messages.length - parkedNow.length;
     parked += parkedNow.length;
     lastSeq = messages[messages.length - 1]!.seq;
