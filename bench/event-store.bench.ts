@@ -27,6 +27,7 @@ import {
   figure,
   note,
   now,
+  percentile,
   perSecond,
   section,
   summarize,
@@ -59,6 +60,8 @@ const COLD_CYCLES = 250;
 const COLD_OPENS = 5;
 
 const CATCH_UP_TIMEOUT_MS = 180_000;
+/** How often section 2 measures each projection alone over sealed blocks (each run against reads of its own). */
+const ALONE_RUNS = 3;
 
 const WORKSPACE = BENCH_WORKSPACE;
 const KEY_ID = BENCH_KEY_ID;
@@ -265,9 +268,9 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       // that process: what each one costs by itself when it reads the stream again (a rebuild, a
       // new projection or version, another process catching up), believing the blocks sealed by
       // the pass above. The last line is the same without seals: every event checked in full.
-      const alone = async (projection: (typeof PROJECTIONS)[number], withSeals: boolean) => {
+      const alone = async (projection: (typeof PROJECTIONS)[number], withSeals: boolean): Promise<number> => {
         await sql`delete from projection_checkpoints where projection = ${projection.name}`.execute(db);
-        await withInfrastructure(config, `bench-projection-${projection.name}`, async (fresh) => {
+        return withInfrastructure(config, `bench-projection-${projection.name}`, async (fresh) => {
           const seals = withSeals ? admissionSealsOf(fresh, logger) : undefined;
           const single = new Projector({
             db: fresh.database.db,
@@ -285,15 +288,21 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
             value: { value: reached, cpu },
             baseline: read,
           } = await bracketedByReads(fresh, head, () => accountCpu(`projector-${projection.name}-alone`, () => catchUp(single, fresh.database.db, head), () => head));
-          compareThroughput(label, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
+          const ratio = compareThroughput(label, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
           note(
             `   CPU per event: this process ${cpu.processMicros.toFixed(1)} µs (its ordered read + parse ${((read.cpuMs * 1000) / read.count).toFixed(1)} µs), ` +
               `nats-server ${cpu.natsMicros.toFixed(1)} µs, postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs` +
               (seals ? `; events believed from seals: ${seals.counts.eventsFromSeals.toLocaleString('en-US')}` : ''),
           );
+          return ratio;
         });
       };
-      for (const projection of PROJECTIONS) await alone(projection, true);
+      // Each one several times: on this shared machine one measurement alone swung by a fifth.
+      for (const projection of PROJECTIONS) {
+        const ratios: number[] = [];
+        for (let run = 0; run < ALONE_RUNS; run++) ratios.push(await alone(projection, true));
+        note(`   projector ${projection.name} alone, ${ALONE_RUNS} runs: ratios ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${percentile(ratios, 50).toFixed(2)}`);
+      }
       await alone(runsProjection, false);
       await checkRunsTable(infra, 'after each projection alone');
       if (!includeRebuild) return;
