@@ -18,7 +18,8 @@ import { sealEvent } from '../src/events/event-hash.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../src/events/envelope.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
-import { accountCpu } from './support/cpu-accounting.ts';
+import { availableParallelism } from 'node:os';
+import { accountCpu, type CpuShare } from './support/cpu-accounting.ts';
 import { benchConfig, releaseConfig } from './support/isolation.ts';
 import {
   compare,
@@ -119,6 +120,20 @@ async function timeFullRead(infra: Infrastructure, head: number): Promise<{ coun
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const CORES = availableParallelism();
+
+/**
+ * The highest ratio to the read the machine allows at the CPU per event just measured: even
+ * with every core busy all the time, an event takes the whole machine's CPU for it divided by
+ * the cores; the read takes its own wall time. Shows whether a ratio is held back by the
+ * projector's own waiting (bound well above the ratio) or by the machine (bound near it).
+ */
+function machineBound(cpu: CpuShare, read: { count: number; ms: number }): string {
+  const fastestMicros = cpu.machineMicros / CORES;
+  const readMicros = (read.ms * 1000) / read.count;
+  return `machine bound: ${cpu.machineMicros.toFixed(1)} µs of CPU an event on ${CORES} cores takes at least ${fastestMicros.toFixed(1)} µs; the read took ${readMicros.toFixed(1)} µs: at most ${(readMicros / fastestMicros).toFixed(2)}× of it`;
+}
 
 async function withInfrastructure<T>(config: Config, name: string, work: (infra: Infrastructure) => Promise<T>): Promise<T> {
   const infra = await openInfrastructure(config, name);
@@ -258,8 +273,9 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
       });
       note(
         `the same run's other processes per event: nats-server ${cpu.natsMicros.toFixed(1)} µs, ` +
-          `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (2 cores)`,
+          `postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs (${CORES} cores)`,
       );
+      note(`   ${machineBound(cpu, baseline)}`);
       note(`   admission seals written: ${firstSeals.counts.written} (blocks of ${firstSeals.blockSize} sequences); events believed from seals: ${firstSeals.counts.eventsFromSeals}`);
       await checkRunsTable(infra, 'after projectors');
 
@@ -294,6 +310,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
               `nats-server ${cpu.natsMicros.toFixed(1)} µs, postgres ${cpu.postgresMicros.toFixed(1)} µs, whole machine ${cpu.machineMicros.toFixed(1)} µs` +
               (seals ? `; events believed from seals: ${seals.counts.eventsFromSeals.toLocaleString('en-US')}` : ''),
           );
+          note(`   ${machineBound(cpu, read)}`);
           return ratio;
         });
       };
