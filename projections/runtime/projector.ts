@@ -13,9 +13,8 @@ import type { Database } from '../../src/db/schema.ts';
 import { EventAdmission, type AdmissionResult, type RawEventMessage } from '../../src/events/event-admission.ts';
 import type { Logger } from '../../src/log/logger.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
-import { applyIsolating, unguardedThenGuarded, type BatchEntry } from './apply-isolating.ts';
+import { applyIsolating, unguardedThenGuarded, type BatchEntry, type IsolatedBatch } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint, writeCheckpointIfUnchanged } from './checkpoints.ts';
-import type { ParkedEvent } from './quarantine.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
 import type { Projection } from './projection.ts';
 
@@ -602,7 +601,7 @@ export class Projector {
       lane.headsAsOf = null;
       return false;
     }
-    this.committed(lane, { lastSeq, parked: outcome.applied.parked, writtenAt: outcome.written }, outcome.applied.movedHeads);
+    this.committed(lane, { lastSeq, writtenAt: outcome.written, ...outcome.applied });
     return true;
   }
 
@@ -617,18 +616,18 @@ export class Projector {
       if (checkpoint.writtenAt !== lane.headsAsOf || lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
       const fresh = entriesAfter(batch, checkpoint.lastSeq);
       if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt, movedHeads: new Map<string, string>() };
-      const { parked, movedHeads } = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads });
+      const applied = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads });
       const last = checkpoint.lastSeq + fresh.length;
       const writtenAt = await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq: last });
-      return { lastSeq: last, parked, writtenAt, movedHeads };
+      return { lastSeq: last, writtenAt, ...applied };
     });
-    this.committed(lane, result, result.movedHeads);
+    this.committed(lane, result);
   }
 
   /** After a commit: what the transaction wrote is now the truth the lane knows. */
-  private committed(lane: Lane, result: { lastSeq: number; parked: readonly ParkedEvent[]; writtenAt: string }, moved: ReadonlyMap<string, string>): void {
+  private committed(lane: Lane, result: CommittedBatch): void {
     const { projection } = lane;
-    for (const [subject, hash] of moved) lane.heads.set(subject, hash);
+    for (const [subject, hash] of result.movedHeads) lane.heads.set(subject, hash);
     lane.headsAsOf = result.writtenAt;
     for (const event of result.parked) {
       this.options.logger.warn(
@@ -662,6 +661,12 @@ function entriesAfter(batch: AdmittedBatch, checkpoint: number): BatchEntry[] {
     expected++;
   }
   return fresh;
+}
+
+/** What a lane's transaction committed: its new checkpoint and what applyIsolating did. */
+interface CommittedBatch extends Pick<IsolatedBatch, 'parked' | 'movedHeads'> {
+  readonly lastSeq: number;
+  readonly writtenAt: string;
 }
 
 /** The fast path's checkpoint was written by someone else meanwhile: its transaction is rolled back. */
