@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { EventEnvelope } from './envelope.ts';
-import { computeEventHash } from './event-hash.ts';
+import { computeEventHash, eventHashFromText } from './event-hash.ts';
 import { eventValidator, EventTextError, jsonTextMayHoldHostileText, UnknownEventTypeError, type EventValidator } from './event-validator.ts';
 import { NO_ACCOUNT_TOKEN, SUBJECT_VERSION } from '../event-store/subjects.ts';
 import type { StoredEvent } from '../event-store/stored-event.ts';
@@ -236,7 +236,7 @@ export class EventAdmission {
     const digest = digestOf(raw);
     let result: AdmissionResult;
     try {
-      result = { ok: true, stored: this.authenticate(this.structural(raw)) };
+      result = { ok: true, stored: this.authenticate(this.structural(raw).stored) };
     } catch (error) {
       result = this.refusal(error);
     }
@@ -260,6 +260,8 @@ export class EventAdmission {
     const results: AdmissionResult[] = new Array(raws.length);
     const digests: string[] = new Array(raws.length);
     const structural: (StoredEvent | undefined)[] = new Array(raws.length);
+    /** Each event's text, from which the chain's hash is recomputed (eventHashFromText). */
+    const texts: string[] = new Array(raws.length);
     raws.forEach((raw, i) => {
       const seen = this.cached(raw);
       if (seen) {
@@ -268,7 +270,9 @@ export class EventAdmission {
       }
       if (keep) digests[i] = digestOf(raw);
       try {
-        structural[i] = this.structural(raw);
+        const admitted = this.structural(raw);
+        structural[i] = admitted.stored;
+        texts[i] = admitted.text;
       } catch (error) {
         const refused = this.refusal(error);
         results[i] = keep ? this.remember(raw, digests[i]!, refused) : refused;
@@ -283,7 +287,7 @@ export class EventAdmission {
         let result: AdmissionResult;
         try {
           const voucher = vouchers.get(raw.subject);
-          result = { ok: true, stored: voucher && this.vouches(voucher, candidate) ? candidate : this.authenticate(candidate) };
+          result = { ok: true, stored: voucher && this.vouches(voucher, candidate, texts[i]!) ? candidate : this.authenticate(candidate) };
         } catch (error) {
           result = this.refusal(error);
         }
@@ -296,13 +300,14 @@ export class EventAdmission {
     return results;
   }
 
-  /** `later` (believed, signed) continues `earlier`'s chain, and `earlier` is what its hash says. */
-  private vouches(later: EventEnvelope, earlier: StoredEvent): boolean {
+  /** `later` (believed, signed) continues `earlier`'s chain, and `earlier` (stored as `text`) is what its hash says. */
+  private vouches(later: EventEnvelope, earlier: StoredEvent, text: string): boolean {
     const event = earlier.event;
     if (!this.authenticity?.canVouchFor?.(event, earlier.seq)) return false;
     if (later.prev_hash !== event.hash) return false;
     try {
-      return computeEventHash(event, event.prev_hash) === event.hash;
+      // From the text when it is what the store writes; else (another spelling of the same JSON) from the parsed event.
+      return eventHashFromText(text, event) === event.hash || computeEventHash(event, event.prev_hash) === event.hash;
     } catch {
       return false;
     }
@@ -330,8 +335,8 @@ export class EventAdmission {
     return { ok: false, corrupt: corruptEventOf(error) };
   }
 
-  /** JSON, schema (with clean text) and subject: everything but authenticity. */
-  private structural(raw: RawEventMessage): StoredEvent {
+  /** JSON, schema (with clean text) and subject: everything but authenticity. @returns the event and the text it was parsed from. */
+  private structural(raw: RawEventMessage): { readonly stored: StoredEvent; readonly text: string } {
     const { seq, subject } = raw;
     let event: EventEnvelope;
     let text: string;
@@ -355,7 +360,7 @@ export class EventAdmission {
     }
     const mismatch = subjectMismatch(event, subject);
     if (mismatch) throw new InadmissibleEventError(InadmissibleCode.SubjectMismatch, seq, subject, mismatch);
-    return { seq, subject, event };
+    return { stored: { seq, subject, event }, text };
   }
 
   /** The authenticity check in full (an Ed25519 verification for a signed event). */

@@ -109,6 +109,33 @@ describe('batch admission: one signature per subject, the chain vouches for the 
     expect(batch).to.deep.equal(oneAtATime(messages));
   });
 
+  it('given earlier events stored in other spellings of the same JSON (spaces, an escaped letter, members out of order), then the chain still vouches for them', () => {
+    const messages = interleave([runChain(5)]);
+    const event = (index: number) => eventAt(messages, index);
+    messages[1] = { ...messages[1]!, data: JSON.stringify(event(1), null, 1) };
+    messages[2] = { ...messages[2]!, data: JSON.stringify(event(2)).replace('"type"', '"typ\\u0065"') };
+    messages[3] = { ...messages[3]!, data: JSON.stringify(Object.fromEntries(Object.entries(event(3)).reverse())) };
+    const { check, fullChecks } = countingVerifier();
+
+    const batch = verdicts(new EventAdmission({ authenticity: check }).tryAdmitBatch(messages));
+
+    expect(batch).to.deep.equal(['ok', 'ok', 'ok', 'ok', 'ok']);
+    expect(fullChecks()).to.equal(1);
+  });
+
+  it('given a copy of its hash member added inside the data of an earlier event, ahead of its own, then exactly that event is refused as untrusted', () => {
+    const messages = interleave([runChain(5)]);
+    const original = eventAt(messages, 2);
+    const data = original.data as { output: object };
+    // The tool output is free-form, so the schema lets the copy through and the chain must catch it.
+    replaceAt(messages, 2, { ...original, data: { ...data, output: { ...data.output, hash: original.hash } } } as EventEnvelope);
+
+    const batch = verdicts(new EventAdmission({ authenticity: countingVerifier().check }).tryAdmitBatch(messages));
+
+    expect(batch).to.deep.equal(['ok', 'ok', 'untrusted', 'ok', 'ok']);
+    expect(batch).to.deep.equal(oneAtATime(messages));
+  });
+
   it('given an event re-hashed after editing (hash and successor link no longer agree), then it is refused and the rest believed', () => {
     const messages = interleave([runChain(6)]);
     const original = eventAt(messages, 2);
