@@ -46,14 +46,19 @@ const UNHASHED_MEMBERS = ['hash', 'prev_hash', 'signature'] as const;
  * that was hashed. The members cannot have been taken out of a nested object or a string
  * (the parsed event would then differ from that body): a member inside a string does not
  * parse, and the top-level `hash` and `prev_hash` an envelope must have would be left in the
- * text, which then no longer is that body.
+ * text, which then no longer is that body. That rests on the hashed input splitting one way
+ * only: `prev_hash` is 64 hex characters (the envelope schema) and canonical JSON has no raw
+ * newline; and on the text being well-formed UTF-16 (checked here), so that its UTF-8 bytes
+ * are the text itself.
  *
  * @example
  * const text = JSON.stringify(sealEvent(event, GENESIS_HASH));
  * eventHashFromText(text, JSON.parse(text)) === computeEventHash(event, GENESIS_HASH); // true
  */
 export function eventHashFromText(text: string, event: EventEnvelope): string | undefined {
-  if (typeof event.prev_hash !== 'string') return undefined;
+  // A lone surrogate would be hashed as the bytes of U+FFFD (crypto encodes strings as UTF-8):
+  // such a text could match the hash of an event holding U+FFFD there. Only the parsed path judges it.
+  if (typeof event.prev_hash !== 'string' || !text.isWellFormed()) return undefined;
   let body = text;
   for (const name of UNHASHED_MEMBERS) {
     const value: unknown = event[name];

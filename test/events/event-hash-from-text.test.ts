@@ -58,6 +58,14 @@ describe('eventHashFromText: an event hash taken from its stored text', () => {
     expect(eventHashFromText(text, JSON.parse(text) as EventEnvelope)).to.not.equal(event.hash);
   });
 
+  it('given a lone surrogate where the sealed event holds U+FFFD (the same bytes once encoded), then the text gives no hash', () => {
+    const event = sealEvent(workspaceCreated('ws_text', 'a\uFFFDb'), GENESIS_HASH, signer);
+    const text = JSON.stringify(event).replace('a\uFFFDb', 'a\uD800b');
+    expect(text).to.contain('\uD800');
+
+    expect(eventHashFromText(text, { ...event, data: { name: 'a\uD800b' } } as EventEnvelope)).to.equal(undefined);
+  });
+
   it('given an envelope without a hash or prev_hash, or with one that is not a string, then there is no hash from its text', () => {
     const event = sealEvent(workspaceCreated('ws_text', 'plain'), GENESIS_HASH);
     const { hash: _hash, ...withoutHash } = event;
