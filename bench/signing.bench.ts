@@ -4,6 +4,7 @@ import { EMPTY_POSITION, type SubjectPosition } from '../src/event-store/event-s
 import { JetStreamEventStore as EventStore } from '../src/event-store/jetstream-event-store.ts';
 import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../src/events/envelope.ts';
 import { sealEvent } from '../src/events/event-hash.ts';
+import { DEFAULT_BATCH_SIZE } from '../projections/runtime/projector.ts';
 import { EventAdmission, type RawEventMessage } from '../src/events/event-admission.ts';
 import { EventVerifier } from '../src/events/signing/event-verifier.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
@@ -28,8 +29,6 @@ const CPU_EVENTS = 10_000;
 const READ_ACCOUNTS = 200;
 const EVENTS_PER_ACCOUNT = 200; // 40,000 events
 const SETUP_WRITERS = 32;
-/** A projector's batch (projections/runtime/projector.ts). */
-const PROJECTOR_BATCH = 2_000;
 
 async function appendChained(store: EventStore, subject: string, events: readonly UnsealedEvent[]): Promise<void> {
   let position: SubjectPosition = EMPTY_POSITION;
@@ -125,8 +124,9 @@ async function benchReads(infra: Infrastructure): Promise<void> {
     return n;
   };
   // What a projector does with a batch no seal answers for (projections/runtime/projector.ts): a
-  // fresh admission (no verdict remembered) over batches of 2,000, in which only the newest event
-  // of each subject has its signature verified and the earlier ones are believed by their chain.
+  // fresh admission (no verdict remembered) over batches of a projector's size, in which only the
+  // newest event of each subject has its signature verified and the earlier ones are believed by
+  // their chain.
   const readAdmitBatches = async () => {
     const admission = new EventAdmission();
     admission.useAuthenticity(verifier);
@@ -139,7 +139,7 @@ async function benchReads(infra: Infrastructure): Promise<void> {
     };
     for await (const raw of infra.store.readRaw(infra.subjects.all, first, head)) {
       batch.push({ seq: raw.seq, subject: raw.subject, data: raw.data });
-      if (batch.length === PROJECTOR_BATCH) admit();
+      if (batch.length === DEFAULT_BATCH_SIZE) admit();
     }
     admit();
     return n;
@@ -150,7 +150,7 @@ async function benchReads(infra: Infrastructure): Promise<void> {
   const batched = await timed(readAdmitBatches);
   if (baseline.value !== each.value || baseline.value !== batched.value) throw new Error(`reads disagree: ${baseline.value}, ${each.value}, ${batched.value}`);
   compareThroughput('read + verify every signature', each.value, each.ms, 'read + parse', baseline.value, baseline.ms);
-  compareThroughput(`read + admission, batches of ${PROJECTOR_BATCH.toLocaleString('en-US')}`, batched.value, batched.ms, 'read + parse', baseline.value, baseline.ms);
+  compareThroughput(`read + admission, batches of ${DEFAULT_BATCH_SIZE.toLocaleString('en-US')}`, batched.value, batched.ms, 'read + parse', baseline.value, baseline.ms);
   note('the second line is a projector\'s admission of blocks no seal answers for (the first pass); blocks sealed before are believed from their seals: event store bench, section 2');
 
   section(`4. audit verify (verifyEventLog, no read models) over ${head.toLocaleString('en-US')} events: with signature checks vs without`);

@@ -62,6 +62,9 @@ export interface ProjectorOptions {
   readonly seals?: AdmissionSeals;
 }
 
+/** Events a projector takes at most in one batch unless told otherwise ({@link ProjectorOptions.batchSize}). */
+export const DEFAULT_BATCH_SIZE = 2000;
+
 /** See {@link ProjectorOptions.lingerMs}. */
 export const DEFAULT_LINGER_MS = 20;
 /** A batch this large is applied without lingering: a projector catching up never waits. */
@@ -205,7 +208,7 @@ export class Projector {
     this.lanes = projections.map((projection) => new Lane(projection));
     this.admission = options.admission ?? new EventAdmission();
     this.sealRecorder = options.seals?.recorder();
-    this.batchSize = options.batchSize ?? 2000;
+    this.batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
     this.lingerMs = options.lingerMs ?? DEFAULT_LINGER_MS;
   }
 

@@ -3,7 +3,7 @@ import { foldIntoSchema } from '../../projections/runtime/rebuild.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
 import type { Database } from '../db/schema.ts';
 import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
-import { computeEventHash, eventHashFromText } from '../events/event-hash.ts';
+import { recomputeStoredEventHash } from '../events/event-hash.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { JetStreamEventStore as EventStore } from '../event-store/jetstream-event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
@@ -119,9 +119,7 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     }
     let recomputed: string;
     try {
-      // From the stored text when it is what the store writes; else (another spelling of the same JSON) from the parsed event.
-      const fromText = eventHashFromText(raw.text, event);
-      recomputed = fromText === event.hash ? fromText : computeEventHash(event, event.prev_hash);
+      recomputed = recomputeStoredEventHash(raw.text, event);
     } catch (error) {
       // The canonical JSON has no form for some values (a lone surrogate): such an event cannot be the one that was hashed.
       const detail = `event ${event.id} (${event.type}) cannot be hashed: ${error instanceof Error ? error.message : String(error)}`;

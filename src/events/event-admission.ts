@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { EventEnvelope } from './envelope.ts';
-import { computeEventHash, eventHashFromText } from './event-hash.ts';
+import { recomputeStoredEventHash } from './event-hash.ts';
 import { eventValidator, EventTextError, jsonTextMayHoldHostileText, UnknownEventTypeError, type EventValidator } from './event-validator.ts';
 import { NO_ACCOUNT_TOKEN, SUBJECT_VERSION } from '../event-store/subjects.ts';
 import type { StoredEvent } from '../event-store/stored-event.ts';
@@ -259,9 +259,7 @@ export class EventAdmission {
     const keep = (options.behindHead ?? 0) < NEAR_RESULTS;
     const results: AdmissionResult[] = new Array(raws.length);
     const digests: string[] = new Array(raws.length);
-    const structural: (StoredEvent | undefined)[] = new Array(raws.length);
-    /** Each event's text, from which the chain's hash is recomputed (eventHashFromText). */
-    const texts: string[] = new Array(raws.length);
+    const structural: (StructurallyAdmitted | undefined)[] = new Array(raws.length);
     raws.forEach((raw, i) => {
       const seen = this.cached(raw);
       if (seen) {
@@ -270,9 +268,7 @@ export class EventAdmission {
       }
       if (keep) digests[i] = digestOf(raw);
       try {
-        const admitted = this.structural(raw);
-        structural[i] = admitted.stored;
-        texts[i] = admitted.text;
+        structural[i] = this.structural(raw);
       } catch (error) {
         const refused = this.refusal(error);
         results[i] = keep ? this.remember(raw, digests[i]!, refused) : refused;
@@ -287,7 +283,7 @@ export class EventAdmission {
         let result: AdmissionResult;
         try {
           const voucher = vouchers.get(raw.subject);
-          result = { ok: true, stored: voucher && this.vouches(voucher, candidate, texts[i]!) ? candidate : this.authenticate(candidate) };
+          result = { ok: true, stored: voucher && this.vouches(voucher, candidate) ? candidate.stored : this.authenticate(candidate.stored) };
         } catch (error) {
           result = this.refusal(error);
         }
@@ -300,14 +296,13 @@ export class EventAdmission {
     return results;
   }
 
-  /** `later` (believed, signed) continues `earlier`'s chain, and `earlier` (stored as `text`) is what its hash says. */
-  private vouches(later: EventEnvelope, earlier: StoredEvent, text: string): boolean {
+  /** `later` (believed, signed) continues `earlier`'s chain, and `earlier` is what its hash says. */
+  private vouches(later: EventEnvelope, { stored: earlier, text }: StructurallyAdmitted): boolean {
     const event = earlier.event;
     if (!this.authenticity?.canVouchFor?.(event, earlier.seq)) return false;
     if (later.prev_hash !== event.hash) return false;
     try {
-      // From the text when it is what the store writes; else (another spelling of the same JSON) from the parsed event.
-      return eventHashFromText(text, event) === event.hash || computeEventHash(event, event.prev_hash) === event.hash;
+      return recomputeStoredEventHash(text, event) === event.hash;
     } catch {
       return false;
     }
@@ -335,8 +330,8 @@ export class EventAdmission {
     return { ok: false, corrupt: corruptEventOf(error) };
   }
 
-  /** JSON, schema (with clean text) and subject: everything but authenticity. @returns the event and the text it was parsed from. */
-  private structural(raw: RawEventMessage): { readonly stored: StoredEvent; readonly text: string } {
+  /** JSON, schema (with clean text) and subject: everything but authenticity. */
+  private structural(raw: RawEventMessage): StructurallyAdmitted {
     const { seq, subject } = raw;
     let event: EventEnvelope;
     let text: string;
@@ -377,6 +372,12 @@ export class EventAdmission {
     }
     return stored;
   }
+}
+
+/** An event that passed every check but authenticity, with the text it was parsed from (its hash is recomputed from that). */
+interface StructurallyAdmitted {
+  readonly stored: StoredEvent;
+  readonly text: string;
 }
 
 /**

@@ -29,6 +29,17 @@ export function computeEventHash(event: UnsealedEvent | EventEnvelope | (Unseale
   return hash('sha256', `${prevHash}\n${canonical}`, 'hex');
 }
 
+/**
+ * The hash a reader recomputes for a stored event, to compare with the one it claims: from its
+ * text when that gives the claimed hash ({@link eventHashFromText}), else from the parsed event
+ * (another spelling of the same JSON, or content that was altered).
+ * @throws TypeError when the parsed event cannot be canonicalized (a lone surrogate)
+ */
+export function recomputeStoredEventHash(text: string, event: EventEnvelope): string {
+  const fromText = eventHashFromText(text, event);
+  return fromText !== undefined && fromText === event.hash ? fromText : computeEventHash(event, event.prev_hash);
+}
+
 /** The members of a stored envelope its hash does not cover: the hash, the link to the previous event, the signature. */
 const UNHASHED_MEMBERS = ['hash', 'prev_hash', 'signature'] as const;
 
