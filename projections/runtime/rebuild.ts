@@ -15,6 +15,9 @@ import type { Projection } from './projection.ts';
  */
 const FOLD_BATCH = 2000;
 
+/** Batches a fold reads ahead of its oldest uncommitted one (the memory of a few batches). */
+const FOLD_BATCHES_AHEAD = 2;
+
 export interface RebuildOptions {
   readonly db: Kysely<Database>;
   readonly store: EventStore;
@@ -127,8 +130,12 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   let lastSeq = 0;
   let batch: RawStoredMessage[] = [];
   const recorder = options.seals?.recorder();
-  /** The transaction of the batch before: the next batch is read and admitted while it runs. */
+  /** The admission of the newest batch: batches are admitted one after another, in stream order (the seal recorder needs them so). */
+  let admitting: Promise<unknown> = Promise.resolve();
+  /** The transaction of the newest batch: each waits for the one before, so they commit in stream order. */
   let committing: Promise<void> = Promise.resolve();
+  /** Batches read and not yet committed, oldest first. */
+  const inFlight: Promise<void>[] = [];
   const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
     const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
     const { parked: parkedNow } = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded })));
@@ -137,15 +144,20 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
     lastSeq = messages[messages.length - 1]!.seq;
     options.onProgress?.(lastSeq, target);
   };
+  // Reading, admitting and committing overlap: while a batch's transaction runs, the next
+  // batch is admitted (its seals looked up in Postgres) and the one after it read, instead
+  // of the reader waiting for every commit.
   const flush = async () => {
     if (batch.length === 0) return;
     const messages = batch;
     batch = [];
-    const entries = await admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder);
-    await committing;
-    committing = apply(messages, entries);
-    // Awaited before the next batch's transaction, or at the end: its failure is the fold's.
+    const entries = admitting.then(() => admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder));
+    admitting = entries;
+    committing = Promise.all([entries, committing]).then(([admitted]) => apply(messages, admitted));
+    // Awaited when the reader is too far ahead, or at the end: its failure is the fold's.
     committing.catch(() => undefined);
+    inFlight.push(committing);
+    if (inFlight.length > FOLD_BATCHES_AHEAD) await inFlight.shift();
   };
   if (target > 0) {
     for await (const raw of store.readRaw(filterSubject, 1, target)) {

@@ -9,6 +9,15 @@ import { ChainedAppender } from '../support/chained-appender.ts';
 import { ledgerProjection, ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
 import { eventually } from '../support/eventually.ts';
 
+async function expectRejection(promise: Promise<unknown>, message: RegExp): Promise<void> {
+  const outcome = await promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
+  expect(outcome, 'the promise was fulfilled').to.be.instanceOf(Error);
+  expect((outcome as Error).message).to.match(message);
+}
+
 
 describe('projection runtime', () => {
   const config = isolatedConfig('projector');
@@ -99,6 +108,41 @@ describe('projection runtime', () => {
     const rows = await ledgerRows(infra.database.db);
     expect(rows).to.have.length(newHead);
     expect(rows.every((r) => r.applied === 1)).to.equal(true);
+  });
+
+  it('given a batch whose transaction fails in the middle of a rebuild, then the rebuild fails with that error and the live tables and checkpoint stay as they were', async () => {
+    await appendEvents(40);
+    const live = newProjector(infra);
+    await live.start();
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await live.stop();
+    const before = await ledgerRows(infra.database.db);
+    const failAfter = Math.floor(head / 2);
+    const failing = {
+      ...ledgerProjection,
+      apply: async (trx: Parameters<typeof ledgerProjection.apply>[0], events: Parameters<typeof ledgerProjection.apply>[1], context?: Parameters<typeof ledgerProjection.apply>[2]) => {
+        if (events.some((stored) => stored.seq > failAfter)) throw new Error('disk full (test)');
+        return ledgerProjection.apply(trx, events, context);
+      },
+    };
+    const progress: number[] = [];
+
+    const rebuilding = rebuildProjection({
+      db: infra.database.db,
+      store: infra.store,
+      schema: config.databaseSchema,
+      filterSubject: infra.subjects.all,
+      projection: failing,
+      batchSize: 5,
+      onProgress: (seq) => progress.push(seq),
+    });
+
+    await expectRejection(rebuilding, /disk full \(test\)/);
+    // Batches after the failing one were read ahead, but none of them committed.
+    expect(Math.max(...progress)).to.be.at.most(failAfter);
+    expect(await ledgerRows(infra.database.db)).to.deep.equal(before);
+    expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head);
   });
 
   it('waits out a Postgres failure without losing or doubling an event', async () => {
