@@ -3,6 +3,7 @@ import { PROJECTIONS } from '../projections/index.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
 import { verifyEventLog, type VerifyReport } from '../src/audit/verify-event-log.ts';
+import { EventVerifier } from '../src/events/signing/event-verifier.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
 import { appendAccountHistories } from './support/bench-events.ts';
@@ -13,7 +14,10 @@ import { compare, compareThroughput, figure, note, now, perSecond, section, time
  * `audit verify` benchmarks (issue 6) over 100,000 valid events:
  *   1. verifyEventLog without read models (JSON, schema, subject, hash, chain per event)
  *      vs an ordered-consumer read + JSON.parse of the same events;
- *   2. verifyEventLog with the read models (a fresh fold of each projection compared row by
+ *   2. verifyEventLog with every signature checked, as `adsagent audit verify` runs it (in
+ *      libuv's thread pool, many at once), vs the same read + parse with each signature
+ *      verified on the event loop, one after the other;
+ *   3. verifyEventLog with the read models (a fresh fold of each projection compared row by
  *      row with the live tables, kept up to date by running projectors).
  */
 
@@ -32,6 +36,26 @@ async function timeFullRead(infra: Infrastructure, head: number): Promise<{ coun
   });
   if (count !== head) throw new Error(`baseline read returned ${count} events, expected ${head}`);
   return { count, ms };
+}
+
+/** Ordered-consumer read + JSON.parse, each event's signature verified on the event loop before the next is read. */
+async function timeReadVerifyingEach(infra: Infrastructure, head: number): Promise<{ count: number; ms: number }> {
+  const verifier = auditVerifier(infra);
+  const { value: count, ms } = await timed(async () => {
+    let n = 0;
+    for await (const stored of infra.store.readFiltered(infra.subjects.all, 1, head)) {
+      verifier.check(stored.event, stored.subject, stored.seq);
+      n++;
+    }
+    return n;
+  });
+  if (count !== head) throw new Error(`read returned ${count} events, expected ${head}`);
+  return { count, ms };
+}
+
+/** The verifier `adsagent audit verify` makes: this process's keys, nothing remembered. */
+function auditVerifier(infra: Infrastructure): EventVerifier {
+  return new EventVerifier(infra.signing.keys, infra.signing.verifier.activation, { rememberVerified: false });
 }
 
 function checkReport(report: VerifyReport, head: number, readModels: number): void {
@@ -96,8 +120,18 @@ export async function run(): Promise<void> {
       compareThroughput('verifyEventLog (no read models)', plain.report.events, plain.ms, 'ordered read + parse', baseline.count, baseline.ms);
       figure('verifyEventLog (no read models), wall', plain.ms / 1000, 's', `${plain.report.subjects} subjects, no discrepancy`);
 
-      // ---- 2. with read models
-      section(`2. verifyEventLog over ${total.toLocaleString('en-US')} events with the read models (${PROJECTIONS.map((p) => p.name).join(', ')}), projectors caught up`);
+      // ---- 2. with every signature checked
+      section(`2. verifyEventLog over ${total.toLocaleString('en-US')} events with every signature checked (as adsagent audit verify), vs read + parse verifying each on the event loop`);
+      const verifyingEach = await timeReadVerifyingEach(infra, head);
+      const signed = await verifyWithPhases({ store, subjects: infra.subjects, verifier: auditVerifier(infra) });
+      checkReport(signed.report, head, 0);
+      if (signed.report.signedEvents !== head) throw new Error(`verifyEventLog counted ${signed.report.signedEvents} valid signatures, expected ${head}`);
+      compareThroughput('verifyEventLog, signatures checked', signed.report.events, signed.ms, 'read + parse + verify each in line', verifyingEach.count, verifyingEach.ms);
+      compareThroughput('verifyEventLog, signatures checked', signed.report.events, signed.ms, 'ordered read + parse', baseline.count, baseline.ms);
+      figure('verifyEventLog, signatures checked, wall', signed.ms / 1000, 's', `${signed.report.signedEvents.toLocaleString('en-US')} signatures valid`);
+
+      // ---- 3. with read models
+      section(`3. verifyEventLog over ${total.toLocaleString('en-US')} events with the read models (${PROJECTIONS.map((p) => p.name).join(', ')}), projectors caught up`);
       const projectors = PROJECTIONS.map(
         (projection) =>
           new Projector({ db: database.db, js: infra.js, jsm: infra.jsm, stream: config.eventStream, filterSubject: infra.subjects.all, projection, logger }),

@@ -7,7 +7,7 @@ import { recomputeStoredEventHash } from '../events/event-hash.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { JetStreamEventStore as EventStore } from '../event-store/jetstream-event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
-import type { EventVerifier } from '../events/signing/event-verifier.ts';
+import type { EventVerifier, Verdict } from '../events/signing/event-verifier.ts';
 import { UntrustedEventError } from '../events/signing/untrusted-event-error.ts';
 
 export const DISCREPANCY_KINDS = [
@@ -60,6 +60,27 @@ export interface VerifyOptions {
 }
 
 /**
+ * Signature checks an audit keeps in flight: enough to keep libuv's thread pool (4 threads
+ * unless UV_THREADPOOL_SIZE says otherwise) busy while the next events are read and checked.
+ */
+const SIGNATURES_IN_FLIGHT = 64;
+
+/** Where a read of the log stands: what a report counts when it stops there. */
+interface ReadPosition {
+  readonly events: number;
+  readonly subjects: number;
+  readonly lastSeq: number;
+}
+
+interface PendingSignature {
+  readonly check: Promise<Verdict>;
+  readonly event: EventEnvelope;
+  readonly subject: string;
+  /** The read as it stood at this event (its sequence is `lastSeq`). */
+  readonly at: ReadPosition;
+}
+
+/**
  * Replays the event log and checks what an auditor needs to trust it: every message is an
  * event valid against its schema, sits on the subject its envelope names, hashes to its
  * `hash`, links to the previous event of its aggregate and, given a verifier, carries a valid
@@ -79,10 +100,8 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
   let lastSeq = 0;
   let signedEvents = 0;
   let legacyEvents = 0;
-  const report = (discrepancy: Discrepancy | null, readModelsChecked: string[] = []): VerifyReport => ({
-    events,
-    subjects: lastHash.size,
-    lastSeq,
+  const report = (discrepancy: Discrepancy | null, readModelsChecked: string[] = [], at: ReadPosition = { events, subjects: lastHash.size, lastSeq }): VerifyReport => ({
+    ...at,
     readModelsChecked,
     discrepancy,
     durationMs: Date.now() - started,
@@ -90,6 +109,35 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     legacyEvents,
     legacyBeforeKeyId: legacyEvents > 0 ? (options.verifier?.activation?.keyId ?? null) : null,
   });
+  /**
+   * Signature checks under way in libuv's thread pool, oldest first. They are settled in
+   * stream order, and every other discrepancy waits for those before it, so the report names
+   * the first discrepancy of the log, with the counts as they were there.
+   */
+  const signatures: PendingSignature[] = [];
+  const settleOldest = async (): Promise<VerifyReport | null> => {
+    const { check, at, subject, event } = signatures.shift()!;
+    try {
+      const verdict = await check;
+      if (verdict.kind === 'signed') signedEvents++;
+      else legacyEvents++;
+      return null;
+    } catch (error) {
+      if (!(error instanceof UntrustedEventError)) throw error;
+      const kind = ({ unsigned: 'unsigned', 'unknown-key': 'unknown_key', 'bad-signature': 'bad_signature' } as const)[error.code];
+      return report({ kind, seq: at.lastSeq, subject, detail: `event ${event.id} (${event.type}): ${error.reason}` }, [], at);
+    }
+  };
+  /** The first signature refusal among the checks under way, if any. */
+  const firstRefusal = async (): Promise<VerifyReport | null> => {
+    while (signatures.length > 0) {
+      const refused = await settleOldest();
+      if (refused) return refused;
+    }
+    return null;
+  };
+  /** Stops at an event's own discrepancy, unless a signature before it was refused. */
+  const stopAt = async (discrepancy: Discrepancy): Promise<VerifyReport> => (await firstRefusal()) ?? report(discrepancy);
 
   for await (const raw of store.readRaw(filter, fromSeq, head)) {
     events++;
@@ -99,14 +147,14 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     try {
       event = JSON.parse(raw.text) as EventEnvelope;
     } catch {
-      return report({ kind: 'not_an_event', seq: raw.seq, subject: raw.subject, detail: 'the message is not JSON' });
+      return stopAt({ kind: 'not_an_event', seq: raw.seq, subject: raw.subject, detail: 'the message is not JSON' });
     }
     try {
       validator.assertValid(event);
       if (typeof event.hash !== 'string' || typeof event.prev_hash !== 'string') throw new EventSchemaError(String(event.type), ['hash or prev_hash missing']);
     } catch (error) {
       const detail = error instanceof Error ? error.message : String(error);
-      return report({ kind: 'schema_invalid', seq: raw.seq, subject: raw.subject, detail });
+      return stopAt({ kind: 'schema_invalid', seq: raw.seq, subject: raw.subject, detail });
     }
     let expectedSubject: string;
     try {
@@ -115,7 +163,7 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
       expectedSubject = '(no valid subject)';
     }
     if (expectedSubject !== raw.subject) {
-      return report({ kind: 'subject_mismatch', seq: raw.seq, subject: raw.subject, detail: `the envelope belongs on ${expectedSubject}` });
+      return stopAt({ kind: 'subject_mismatch', seq: raw.seq, subject: raw.subject, detail: `the envelope belongs on ${expectedSubject}` });
     }
     let recomputed: string;
     try {
@@ -123,14 +171,14 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     } catch (error) {
       // The canonical JSON has no form for some values (a lone surrogate): such an event cannot be the one that was hashed.
       const detail = `event ${event.id} (${event.type}) cannot be hashed: ${error instanceof Error ? error.message : String(error)}`;
-      return report({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail });
+      return stopAt({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail });
     }
     if (recomputed !== event.hash) {
-      return report({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}) does not hash to its recorded hash: its content was altered` });
+      return stopAt({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}) does not hash to its recorded hash: its content was altered` });
     }
     const previous = lastHash.get(raw.subject) ?? (fromSeq === 1 ? GENESIS_HASH : undefined);
     if (previous !== undefined && event.prev_hash !== previous) {
-      return report({
+      return stopAt({
         kind: 'chain_broken',
         seq: raw.seq,
         subject: raw.subject,
@@ -139,17 +187,18 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     }
     lastHash.set(raw.subject, event.hash);
     if (options.verifier) {
-      try {
-        const verdict = options.verifier.verdict(event, raw.subject, raw.seq);
-        if (verdict.kind === 'signed') signedEvents++;
-        else legacyEvents++;
-      } catch (error) {
-        if (!(error instanceof UntrustedEventError)) throw error;
-        const kind = ({ unsigned: 'unsigned', 'unknown-key': 'unknown_key', 'bad-signature': 'bad_signature' } as const)[error.code];
-        return report({ kind, seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}): ${error.reason}` });
+      const check = options.verifier.verdictOffThread(event, raw.subject, raw.seq);
+      // Settled in stream order by settleOldest; a refusal is not an unhandled rejection meanwhile.
+      check.catch(() => undefined);
+      signatures.push({ check, event, subject: raw.subject, at: { events, subjects: lastHash.size, lastSeq: raw.seq } });
+      if (signatures.length > SIGNATURES_IN_FLIGHT) {
+        const refused = await settleOldest();
+        if (refused) return refused;
       }
     }
   }
+  const refused = await firstRefusal();
+  if (refused) return refused;
   options.onProgress?.('events', head, head);
 
   const checked: string[] = [];

@@ -20,7 +20,8 @@ export async function runAuditVerify(infra: Infrastructure, config: Config, opti
   // With --public-key, infra.signing holds only those keys (see adsagent.ts); a fresh verifier per audit.
   const { keys, verifier: known } = infra.signing;
   const report = await verifyEventLog({
-    verifier: new EventVerifier(keys, known.activation),
+    // Each signature is checked once: nothing to remember.
+    verifier: new EventVerifier(keys, known.activation, { rememberVerified: false }),
     store: infra.store,
     subjects: infra.subjects,
     accountId: typeof options.account === 'string' ? options.account : undefined,

@@ -190,6 +190,36 @@ describe('signed events', function () {
       expect(verifier.activation).to.deep.equal({ firstSignedSeq: 4, keyId: serviceSigner.keyId });
       expect(untrustedCode(() => verifier.check(unsigned, subject, 5))).to.equal('unsigned');
     });
+
+    it('off the event loop (verdictOffThread), reaches the same verdicts as verdict, one event after the other', async () => {
+      const altered = { ...signed, data: { name: 'renamed' } };
+      const borrowed = { ...sealEvent(workspaceCreated('ws'), '0'.repeat(64), attacker), key_id: serviceSigner.keyId };
+      const cases: [EventEnvelope, number][] = [
+        [signed, 12],
+        [altered, 13],
+        [borrowed, 14],
+        [sealEvent(workspaceCreated('ws'), '0'.repeat(64), attacker), 15],
+        [{ ...signed, signature: 'x' }, 16],
+        [unsigned, 9],
+        [unsigned, 17],
+      ];
+      for (const rememberVerified of [true, false]) {
+        const onLoop = new EventVerifier(keys, { firstSignedSeq: 10, keyId: serviceSigner.keyId }, { rememberVerified });
+        const offLoop = new EventVerifier(keys, { firstSignedSeq: 10, keyId: serviceSigner.keyId }, { rememberVerified });
+        const expected = cases.map(([event, seq]) => untrustedCode(() => onLoop.verdict(event, subject, seq)));
+        const actual = await Promise.all(cases.map(([event, seq]) => offLoop.verdictOffThread(event, subject, seq).then(() => 'trusted', (error: unknown) => (error instanceof UntrustedEventError ? error.code : 'other'))));
+        expect(actual).to.deep.equal(expected);
+        expect(expected).to.deep.equal(['trusted', 'bad-signature', 'bad-signature', 'unknown-key', 'bad-signature', 'trusted', 'unsigned']);
+      }
+    });
+
+    it('off the event loop without an activation point, takes the first signed event as it at once, before its signature is settled', async () => {
+      const verifier = new EventVerifier(keys, null);
+      const checks = [verifier.verdictOffThread(unsigned, subject, 1), verifier.verdictOffThread(signed, subject, 2), verifier.verdictOffThread(unsigned, subject, 3)];
+      expect(verifier.activation).to.deep.equal({ firstSignedSeq: 2, keyId: serviceSigner.keyId });
+      const settled = await Promise.allSettled(checks);
+      expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.kind : (s.reason as UntrustedEventError).code))).to.deep.equal(['legacy', 'signed', 'unsigned']);
+    });
   });
 
   describe('legacy events written before signing existed', () => {

@@ -1,4 +1,4 @@
-import { hash, verify } from 'node:crypto';
+import { hash, verify, type KeyObject } from 'node:crypto';
 import type { EventEnvelope } from '../envelope.ts';
 import { signedBytes } from './signed-bytes.ts';
 import type { KnownPublicKey } from './signing-keys.ts';
@@ -47,9 +47,18 @@ export class EventVerifier implements EventAuthenticityCheck {
   private readonly verified = new Map<string, string>();
   private verifications = 0;
 
-  constructor(keys: readonly KnownPublicKey[], activation: SigningActivationPoint | null) {
+  /** How many verified signatures are remembered (0: none, and no digest is taken). */
+  private readonly verifiedCacheSize: number;
+
+  /**
+   * @param options.rememberVerified whether verified signatures are remembered (default true):
+   *   a reader that checks each event once (`audit verify`) gains nothing from it and pays a
+   *   digest and an entry for every event.
+   */
+  constructor(keys: readonly KnownPublicKey[], activation: SigningActivationPoint | null, options: { readonly rememberVerified?: boolean } = {}) {
     this.keys = new Map(keys.map((k) => [k.keyId, k]));
     this.activationPoint = activation;
+    this.verifiedCacheSize = options.rememberVerified === false ? 0 : VERIFIED_CACHE_SIZE;
   }
 
   get activation(): SigningActivationPoint | null {
@@ -120,6 +129,65 @@ export class EventVerifier implements EventAuthenticityCheck {
 
   /** Like check, and says whether the event was signed or accepted as legacy. @throws UntrustedEventError */
   verdict(event: EventEnvelope, subject: string, seq: number): Verdict {
+    const claim = this.claimOf(event, subject, seq);
+    if (claim.kind === 'legacy') return claim;
+    let valid = claim.remembered;
+    if (!valid) {
+      this.verifications++;
+      try {
+        valid = verify(null, claim.bytes, claim.publicKey, Buffer.from(claim.signature, 'base64url'));
+      } catch {
+        valid = false;
+      }
+      if (valid) this.remember(claim.cacheKey, claim.digest);
+    }
+    if (!valid) throw forgedOrAltered(claim, seq, subject);
+    this.activationPoint ??= { firstSignedSeq: seq, keyId: claim.keyId };
+    return { kind: 'signed', keyId: claim.keyId };
+  }
+
+  /**
+   * Like {@link verdict}, with the Ed25519 verification in libuv's thread pool, so that a
+   * reader with many events to check (`audit verify`) checks several at once, on as many
+   * cores as the pool has threads, while it reads on. What needs no verification (unsigned,
+   * malformed, an unknown key) is decided at once, as a rejected promise.
+   *
+   * Without an activation point, the first signed event becomes it now, before its signature
+   * is known to verify: meant for a reader that settles the verdicts in stream order and stops
+   * at the first refusal, which then never reaches an event judged on a forged activation.
+   *
+   * @example
+   * const checks = events.map(({ event, subject, seq }) => verifier.verdictOffThread(event, subject, seq));
+   * for (const check of checks) await check; // in stream order: the first rejection is the first untrusted event
+   */
+  verdictOffThread(event: EventEnvelope, subject: string, seq: number): Promise<Verdict> {
+    let claim: SignatureClaim | LegacyVerdict;
+    try {
+      claim = this.claimOf(event, subject, seq);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (claim.kind === 'legacy') return Promise.resolve(claim);
+    this.activationPoint ??= { firstSignedSeq: seq, keyId: claim.keyId };
+    const signed: Verdict = { kind: 'signed', keyId: claim.keyId };
+    if (claim.remembered) return Promise.resolve(signed);
+    this.verifications++;
+    const known = claim;
+    return new Promise((resolve, reject) => {
+      verify(null, known.bytes, known.publicKey, Buffer.from(known.signature, 'base64url'), (error, valid) => {
+        if (error || !valid) return reject(forgedOrAltered(known, seq, subject));
+        this.remember(known.cacheKey, known.digest);
+        resolve(signed);
+      });
+    });
+  }
+
+  /**
+   * Everything {@link verdict} decides before the Ed25519 verification: legacy, or refused
+   * (unsigned after activation, malformed, an unknown key), or what is left to verify.
+   * @throws UntrustedEventError
+   */
+  private claimOf(event: EventEnvelope, subject: string, seq: number): SignatureClaim | LegacyVerdict {
     const { key_id: keyId, signature } = event as { key_id?: unknown; signature?: unknown };
     if (keyId === undefined && signature === undefined) {
       const activation = this.activationPoint;
@@ -138,24 +206,33 @@ export class EventVerifier implements EventAuthenticityCheck {
       throw new UntrustedEventError('bad-signature', seq, subject, 'the event cannot be canonicalized');
     }
     const cacheKey = `${keyId}:${signature}`;
-    const digest = hash('sha256', bytes, 'base64');
-    let valid = this.verified.get(cacheKey) === digest;
-    if (!valid) {
-      this.verifications++;
-      try {
-        valid = verify(null, bytes, known.publicKey, Buffer.from(signature, 'base64url'));
-      } catch {
-        valid = false;
-      }
-      if (valid) this.remember(cacheKey, digest);
-    }
-    if (!valid) throw new UntrustedEventError('bad-signature', seq, subject, `the signature does not verify with key ${keyId}: the event was altered or forged`);
-    this.activationPoint ??= { firstSignedSeq: seq, keyId };
-    return { kind: 'signed', keyId };
+    const digest = this.verifiedCacheSize === 0 ? '' : hash('sha256', bytes, 'base64');
+    return { kind: 'claim', keyId, publicKey: known.publicKey, signature, bytes, cacheKey, digest, remembered: digest !== '' && this.verified.get(cacheKey) === digest };
   }
 
   private remember(key: string, digest: string): void {
-    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    if (this.verifiedCacheSize === 0) return;
+    if (this.verified.size >= this.verifiedCacheSize) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(key, digest);
   }
+}
+
+type LegacyVerdict = Extract<Verdict, { kind: 'legacy' }>;
+
+/** A signature by a known key over an event's bytes, not verified yet (or remembered as verified). */
+interface SignatureClaim {
+  readonly kind: 'claim';
+  readonly keyId: string;
+  readonly publicKey: KeyObject;
+  readonly signature: string;
+  readonly bytes: Buffer;
+  /** Where a verification is remembered, and the digest of the bytes it verified. */
+  readonly cacheKey: string;
+  readonly digest: string;
+  /** Verified before over these very bytes. */
+  readonly remembered: boolean;
+}
+
+function forgedOrAltered(claim: SignatureClaim, seq: number, subject: string): UntrustedEventError {
+  return new UntrustedEventError('bad-signature', seq, subject, `the signature does not verify with key ${claim.keyId}: the event was altered or forged`);
 }

@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { generateKeyPairSync } from 'node:crypto';
+import { v4 as uuidv4 } from 'uuid';
+import { verifyEventLog, type VerifyReport } from '../../src/audit/verify-event-log.ts';
+import { GENESIS_HASH, type EventEnvelope } from '../../src/events/envelope.ts';
+import { sealEvent } from '../../src/events/event-hash.ts';
+import { EventSigner } from '../../src/events/signing/event-signer.ts';
+import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
+import { knownKeys } from '../../src/events/signing/signing-keys.ts';
+import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
+import { toolCalled } from '../support/event-factory.ts';
+import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+
+/**
+ * `audit verify` checks signatures in libuv's thread pool, many at once, while it reads on.
+ * These pin that it still reports what a check of one event after the other would: the first
+ * discrepancy of the log, whichever check finds it, with the counts as they were there.
+ */
+const WORKSPACE = 'ws_auditsig';
+const signer = new EventSigner(generateKeyPairSync('ed25519').privateKey);
+const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
+
+/** `length` signed, chained events of one run, as the service would have appended them. */
+function runChain(length: number): EventEnvelope[] {
+  const runId = uuidv4();
+  const events: EventEnvelope[] = [];
+  let prev = GENESIS_HASH;
+  for (let index = 0; index < length; index++) {
+    const sealed = sealEvent(toolCalled(WORKSPACE, runId, index + 1, 20), prev, signer);
+    events.push(sealed);
+    prev = sealed.hash;
+  }
+  return events;
+}
+
+/** Its hash and chain intact, its signature made by another key under the service's key id: only the signature check can see it. */
+function withForgedSignature(event: EventEnvelope): EventEnvelope {
+  const { signature: _signature, key_id: _keyId, hash: _hash, prev_hash: prevHash, ...unsealed } = event;
+  const forged = sealEvent(unsealed as never, prevHash, attacker);
+  return { ...event, signature: forged.signature };
+}
+
+describe('audit verify: signatures checked in the thread pool, discrepancies reported in stream order', function () {
+  this.timeout(60_000);
+
+  async function auditOf(events: readonly EventEnvelope[]): Promise<VerifyReport> {
+    const config = isolatedConfig('auditsig');
+    const infra: Infrastructure = await openInfrastructure(config, 'test-audit-signatures');
+    try {
+      for (const event of events) {
+        await infra.js.publish(infra.subjects.forAggregate({ workspaceId: WORKSPACE, accountId: 'acc', aggregate: event.aggregate }), JSON.stringify(event));
+      }
+      const verifier = new EventVerifier(knownKeys(signer.publicKey, []), { firstSignedSeq: 1, keyId: signer.keyId }, { rememberVerified: false });
+      return await verifyEventLog({ store: infra.store, subjects: infra.subjects, verifier });
+    } finally {
+      await infra.close();
+      await dropIsolated(config);
+    }
+  }
+
+  it('given 300 genuine events, then every signature is counted valid and nothing is reported', async () => {
+    const report = await auditOf(runChain(300));
+
+    expect(report.discrepancy).to.equal(null);
+    expect(report).to.include({ events: 300, signedEvents: 300, lastSeq: 300 });
+  });
+
+  it('given a forged signature at sequence 40 and an altered event at 45, then the signature at 40 is reported, with the counts as they were there', async () => {
+    const events = runChain(120);
+    events[39] = withForgedSignature(events[39]!);
+    events[44] = { ...events[44]!, data: { ...(events[44]!.data as object), duration_ms: 999 } } as EventEnvelope;
+
+    const report = await auditOf(events);
+
+    expect(report.discrepancy).to.include({ kind: 'bad_signature', seq: 40 });
+    expect(report).to.include({ events: 40, lastSeq: 40, signedEvents: 39 });
+  });
+
+  it('given two runs interleaved, a forged signature at sequence 25 and an altered event at 35, then the signature at 25 is reported first', async () => {
+    const first = runChain(30);
+    const second = runChain(30);
+    second[14] = withForgedSignature(second[14]!);
+    first[19] = { ...first[19]!, data: { ...(first[19]!.data as object), duration_ms: 999 } } as EventEnvelope;
+
+    const report = await auditOf([...first.slice(0, 10), ...second.slice(0, 15), ...first.slice(10)]);
+
+    // Stream order: first[0..9] at 1-10, second[0..14] at 11-25 (the forged one at 25), then first[10..] from 26 (the altered one at 35).
+    expect(report.discrepancy).to.include({ kind: 'bad_signature', seq: 25 });
+    expect(report).to.include({ events: 25, signedEvents: 24 });
+  });
+
+  it('given an altered event before a forged signature, then the altered event is reported', async () => {
+    const events = runChain(100);
+    events[9] = { ...events[9]!, data: { ...(events[9]!.data as object), duration_ms: 999 } } as EventEnvelope;
+    events[10] = withForgedSignature(events[10]!);
+
+    const report = await auditOf(events);
+
+    expect(report.discrepancy).to.include({ kind: 'hash_mismatch', seq: 10 });
+    expect(report).to.include({ events: 10, signedEvents: 9 });
+  });
+
+  it('given a forged signature on the last event, then it is reported after the read ends', async () => {
+    const events = runChain(50);
+    events[49] = withForgedSignature(events[49]!);
+
+    const report = await auditOf(events);
+
+    expect(report.discrepancy).to.include({ kind: 'bad_signature', seq: 50 });
+    expect(report).to.include({ events: 50, signedEvents: 49 });
+  });
+});
