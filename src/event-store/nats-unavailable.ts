@@ -1,14 +1,19 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { ClosedConnectionError, ConnectionError, DrainingConnectionError, NoRespondersError, RequestError, TimeoutError } from '@nats-io/nats-core';
+import { ClosedConnectionError, ConnectionError, DrainingConnectionError, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/nats-core';
 
 /** HTTP-like status JetStream answers while no server can take the request (e.g. during a leader election). */
 const JETSTREAM_UNAVAILABLE_STATUS = 503;
 
 /**
  * Whether a nats.js failure means "the stream cannot be reached right now" rather than a
- * refusal: by nats.js's typed classes and JetStream's 503, anywhere in the cause chain.
+ * refusal: by nats.js's typed classes and JetStream's 503, anywhere in the cause chain, unless
+ * a permission violation is in it.
  */
 export function isNatsUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    // A refusal, whatever wraps it (nats.js reports a refused request as a RequestError): waiting does not change it.
+    if (current instanceof PermissionViolationError) return false;
+  }
   for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
     if (
       current instanceof NoRespondersError ||

@@ -1,3 +1,4 @@
+import { PermissionViolationError } from '@nats-io/nats-core';
 import {
   DiscardPolicy,
   JetStreamApiCodes,
@@ -43,11 +44,41 @@ export function eventStreamConfig(options: EventStreamOptions): Partial<StreamCo
   };
 }
 
-/** Creates the stream, or brings an existing one to the configuration; safe to call at every start. */
+/**
+ * The event stream exists with another configuration than the service's, and the service's
+ * NATS user may not change it: deploy/nats/auth.conf denies it `$JS.API.STREAM.UPDATE` on the
+ * event stream, since an update that shrinks the limits (`max_msgs: 1`) makes the server drop
+ * the events above them, which `deny_delete` and `deny_purge` do not prevent.
+ */
+export class EventStreamConfigurationError extends Error {
+  readonly stream: string;
+  /** Each difference as `field: stored → wanted`. */
+  readonly differences: readonly string[];
+
+  constructor(stream: string, differences: readonly string[], options?: { cause?: unknown }) {
+    super(
+      `the event stream ${stream} differs from the service's configuration (${differences.join('; ')}) and this NATS user may not update it ` +
+        `(deploy/nats/auth.conf, so that a stolen service password cannot shrink its limits and drop events); ` +
+        `update it once with a user allowed $JS.API.STREAM.UPDATE.${stream}, or set the service's configuration to match (docs/operations.md, "Changing the event stream")`,
+      options,
+    );
+    this.name = 'EventStreamConfigurationError';
+    this.stream = stream;
+    this.differences = differences;
+  }
+}
+
+/**
+ * Creates the stream, or brings an existing one to the configuration; safe to call at every
+ * start. A stream already configured so is left alone (no update is sent: the shipped NATS
+ * permissions refuse the service one).
+ * @throws EventStreamConfigurationError when it differs and this user may not update it
+ */
 export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions): Promise<void> {
   const config = eventStreamConfig(options);
+  let stored: StreamConfig;
   try {
-    await jsm.streams.info(options.name);
+    stored = (await jsm.streams.info(options.name)).config;
   } catch (error) {
     if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) {
       await jsm.streams.add(config);
@@ -56,5 +87,29 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     throw error;
   }
   const { name: _name, storage: _storage, ...updatable } = config;
-  await jsm.streams.update(options.name, updatable);
+  const differences = streamConfigDifferences(stored, updatable);
+  if (differences.length === 0) return;
+  try {
+    await jsm.streams.update(options.name, updatable);
+  } catch (error) {
+    if (causedByPermissionViolation(error)) throw new EventStreamConfigurationError(options.name, differences, { cause: error });
+    throw error;
+  }
+}
+
+/** The fields of `wanted` the stored configuration holds otherwise, as `field: stored → wanted`. */
+export function streamConfigDifferences(stored: Partial<StreamConfig>, wanted: Partial<StreamConfig>): string[] {
+  const differences: string[] = [];
+  for (const [field, value] of Object.entries(wanted)) {
+    const have: unknown = stored[field as keyof StreamConfig];
+    if (JSON.stringify(have) !== JSON.stringify(value)) differences.push(`${field}: ${JSON.stringify(have)} → ${JSON.stringify(value)}`);
+  }
+  return differences;
+}
+
+function causedByPermissionViolation(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    if (current instanceof PermissionViolationError) return true;
+  }
+  return false;
 }

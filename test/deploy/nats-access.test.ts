@@ -85,22 +85,43 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(finished.status).to.equal('succeeded');
     });
 
-    it('cannot delete or purge the stream or delete a message either', async () => {
+    it('cannot delete or purge the stream, delete a message, or shrink the stream\'s limits to drop events', async () => {
       const service = await connectNats(svc.config, 'service-user-test');
       try {
         const jsm = await jetstreamManager(service);
+        const before = (await jsm.streams.info(STREAM)).state;
         for (const [what, attempt] of Object.entries({
           'stream delete': () => jsm.streams.delete(STREAM),
           'stream purge': () => jsm.streams.purge(STREAM),
           'message delete': () => jsm.streams.deleteMessage(STREAM, 1),
           'snapshot bucket delete': () => jsm.streams.delete(`KV_${STREAM}_snapshots`),
+          // deny_delete and deny_purge do not stop these: the server drops every event above the new limit.
+          'stream update to max_msgs 1': () => jsm.streams.update(STREAM, { max_msgs: 1 }),
+          'stream update to max_bytes 1': () => jsm.streams.update(STREAM, { max_bytes: 1 }),
         })) {
           const error = await attempt().then(() => null, (e: Error) => e);
           expect(error?.message, what).to.match(/Permissions Violation/);
         }
+        const after = (await jsm.streams.info(STREAM)).state;
+        expect(after.first_seq).to.equal(before.first_seq);
+        expect(after.messages).to.be.at.least(before.messages);
       } finally {
         await service.close();
       }
+    });
+
+    it('starts without updating a stream already configured as it wants, and names the difference in one line when it is not', async () => {
+      // Every start (the service's, each CLI command's) ensures the stream: with the update denied, a start that sent one would fail.
+      const matching = await runCli(svc.config, ['projections', 'quarantine', 'list', '--json']);
+      expect(matching.code, matching.stderr).to.equal(0);
+
+      const replicas = await runCli(svc.config, ['projections', 'quarantine', 'list'], 60_000, { EVENT_STREAM_REPLICAS: '2' });
+      expect(replicas.code).to.equal(1);
+      const lines = replicas.stderr.trim().split('\n');
+      expect(lines, replicas.stderr).to.have.length(1);
+      expect(lines[0]).to.include(`the event stream ${STREAM} differs from the service's configuration (num_replicas: 1 → 2)`);
+      expect(lines[0]).to.include(`$JS.API.STREAM.UPDATE.${STREAM}`);
+      expect(lines[0]).not.to.include(SERVICE_PASSWORD);
     });
 
     it('is what the operator CLI connects with too (same NATS_* variables)', async () => {
