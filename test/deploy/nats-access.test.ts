@@ -39,6 +39,13 @@ const PREFIX = 'ads';
  * deploy/make-nats-tls.sh): the service runs end to end with its user over TLS; the analytics user
  * reads and consumes the stream but cannot append, delete, purge or touch the service's consumers.
  */
+/** An error's message with those of its causes: nats.js wraps a refused request's permission violation. */
+function messagesOf(error: Error | null): string {
+  const messages: string[] = [];
+  for (let current: unknown = error; current instanceof Error && messages.length < 5; current = current.cause) messages.push(current.message);
+  return messages.join(' / ');
+}
+
 describe('deploy/: NATS users, permissions and TLS', function () {
   this.timeout(90_000);
   let workDir: string;
@@ -85,7 +92,7 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(finished.status).to.equal('succeeded');
     });
 
-    it('cannot delete or purge the stream, delete a message, or shrink the stream\'s limits to drop events', async () => {
+    it('cannot delete or purge the stream, delete a message, shrink a stream\'s limits, purge the account or make a stream that republishes to the API', async () => {
       const service = await connectNats(svc.config, 'service-user-test');
       try {
         const jsm = await jetstreamManager(service);
@@ -98,13 +105,21 @@ describe('deploy/: NATS users, permissions and TLS', function () {
           // deny_delete and deny_purge do not stop these: the server drops every event above the new limit.
           'stream update to max_msgs 1': () => jsm.streams.update(STREAM, { max_msgs: 1 }),
           'stream update to max_bytes 1': () => jsm.streams.update(STREAM, { max_bytes: 1 }),
+          'signing bucket update to max_msgs 1': () => jsm.streams.update(`KV_${STREAM}_signing`, { max_msgs: 1 }),
+          'snapshot bucket update to max_msgs 1': () => jsm.streams.update(`KV_${STREAM}_snapshots`, { max_msgs: 1 }),
+          // Every stream of the account in one request.
+          'account purge': () => service.request('$JS.API.ACCOUNT.PURGE.$G', '', { timeout: 3000 }),
+          // A stream of its own whose republish target is a denied API subject: the server's republish carries no user permissions.
+          'a stream republishing to the API': () =>
+            jsm.streams.add({ name: 'TAKEOVER', subjects: ['ads_workers.takeover.>'], republish: { src: 'ads_workers.takeover.x', dest: `$JS.API.STREAM.DELETE.${STREAM}` } }),
         })) {
           const error = await attempt().then(() => null, (e: Error) => e);
-          expect(error?.message, what).to.match(/Permissions Violation/);
+          expect(messagesOf(error), what).to.match(/Permissions Violation/);
         }
         const after = (await jsm.streams.info(STREAM)).state;
         expect(after.first_seq).to.equal(before.first_seq);
         expect(after.messages).to.be.at.least(before.messages);
+        expect((await jsm.streams.info(`KV_${STREAM}_signing`)).config.max_msgs).to.equal(-1);
       } finally {
         await service.close();
       }
@@ -371,7 +386,8 @@ describe('deploy/: NATS users, permissions and TLS', function () {
         const nc = await connectNats({ natsUrl: `nats://127.0.0.1:${port}`, natsCredentials: { kind: 'user-password', user: 'ads-service', password: SERVICE_PASSWORD }, natsTlsCa: caFile }, 'cluster-test');
         try {
           const jsm = await jetstreamManager(nc);
-          const info = await jsm.streams.add({ name: 'R3_PROBE', subjects: ['ads.probe'], num_replicas: 3 }).catch(() => jsm.streams.info('R3_PROBE'));
+          // The event stream, as the service makes it on a cluster: the only stream name this user may create.
+          const info = await jsm.streams.add({ name: STREAM, subjects: [`${PREFIX}.>`], num_replicas: 3 }).catch(() => jsm.streams.info(STREAM));
           return 1 + (info.cluster?.replicas?.length ?? 0);
         } finally {
           await nc.close();
