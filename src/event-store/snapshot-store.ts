@@ -1,33 +1,62 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Snapshot, SnapshotCache } from './aggregate-repository.ts';
 
 export type { Snapshot } from './aggregate-repository.ts';
 
+/** What {@link SnapshotStore} keys its MACs with: EventSigner.deriveKey(SNAPSHOT_KEY_PURPOSE). */
+export const SNAPSHOT_KEY_PURPOSE = 'aggregate snapshots v1';
+
 /**
  * Persists aggregate snapshots in a JetStream KV bucket (history 1), so a fresh process
  * folds at most a bounded tail of an aggregate instead of its whole history. Snapshots
  * are a cache: losing the bucket only costs a refold.
+ *
+ * Each entry is authenticated: an HMAC-SHA256, keyed from the event signing key, over the
+ * aggregate's subject and the snapshot's JSON text. Whoever can write the bucket (anyone with
+ * the service's NATS password) but lacks the signing key cannot plant a state the log does
+ * not hold, such as a released kill switch: an entry that does not verify (forged, moved to
+ * another subject, written under another key or by an older release) is read as no snapshot,
+ * and the aggregate is folded from its events. Without a key (a process holding public keys
+ * only) nothing is read or written.
  */
 export class SnapshotStore implements SnapshotCache {
   private readonly kv: KV;
+  private readonly key: Buffer | null;
 
-  private constructor(kv: KV) {
+  private constructor(kv: KV, key: Buffer | null) {
     this.kv = kv;
+    this.key = key;
   }
 
-  static async open(nc: NatsConnection, bucket: string, replicas: number): Promise<SnapshotStore> {
+  /** @param key from EventSigner.deriveKey(SNAPSHOT_KEY_PURPOSE); null: no snapshots. */
+  static async open(nc: NatsConnection, bucket: string, replicas: number, key: Buffer | null): Promise<SnapshotStore> {
     const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
-    return new SnapshotStore(kv);
+    return new SnapshotStore(kv, key);
   }
 
   async read<S>(subject: string): Promise<Snapshot<S> | null> {
+    if (!this.key) return null;
     const entry = await this.kv.get(subject);
     if (!entry || entry.operation !== 'PUT' || entry.length === 0) return null;
-    return entry.json<Snapshot<S>>();
+    const text = entry.string();
+    const newline = text.indexOf('\n');
+    if (newline < 0) return null;
+    const claimed = Buffer.from(text.slice(0, newline), 'base64url');
+    const json = text.slice(newline + 1);
+    const expected = this.mac(subject, json);
+    if (claimed.length !== expected.length || !timingSafeEqual(claimed, expected)) return null;
+    return JSON.parse(json) as Snapshot<S>;
   }
 
   async write<S>(subject: string, snapshot: Snapshot<S>): Promise<void> {
-    await this.kv.put(subject, JSON.stringify(snapshot));
+    if (!this.key) return;
+    const json = JSON.stringify(snapshot);
+    await this.kv.put(subject, `${this.mac(subject, json).toString('base64url')}\n${json}`);
+  }
+
+  private mac(subject: string, json: string): Buffer {
+    return createHmac('sha256', this.key!).update(`${subject}\n`).update(json).digest();
   }
 }

@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import type { AccountState } from '../../commands/account/account-state.ts';
 import { AggregateRepository } from '../../src/event-store/aggregate-repository.ts';
-import { SnapshotStore } from '../../src/event-store/snapshot-store.ts';
+import { generateKeyPairSync } from 'node:crypto';
+import { Kvm } from '@nats-io/kv';
+import { SNAPSHOT_KEY_PURPOSE, SnapshotStore, type Snapshot } from '../../src/event-store/snapshot-store.ts';
+import { EventSigner } from '../../src/events/signing/event-signer.ts';
+import { workspaceDecider, type WorkspaceState } from '../../commands/workspace/workspace-decider.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
@@ -22,6 +26,9 @@ describe('aggregate snapshots: loading does not grow with history', function () 
     await dropIsolated(config);
   });
 
+  /** The key this process's snapshots are authenticated with. */
+  const snapshotKey = () => infra.signing.signer!.deriveKey(SNAPSHOT_KEY_PURPOSE);
+
   it('a fresh process folds at most 64 events of an aggregate with 300, and gets the same state', async () => {
     const { commands, subjects } = infra;
     const ws = 'ws-snap';
@@ -39,7 +46,7 @@ describe('aggregate snapshots: loading does not grow with history', function () 
 
     let folded = 0;
     const counting = { ...accountDecider, evolve: (state: AccountState, event: DomainEvent) => (folded++, accountDecider.evolve(state, event)) };
-    const snapshots = await SnapshotStore.open(infra.nc, `${config.eventStream}_snapshots`, 1);
+    const snapshots = await SnapshotStore.open(infra.nc, `${config.eventStream}_snapshots`, 1, snapshotKey());
     // Snapshots are written asynchronously after the append that makes them due.
     await eventually(async () => expect((await snapshots.read(subject))?.lastSequence ?? 0).to.be.greaterThan(expected.lastSequence - 64));
     const fresh = new AggregateRepository(infra.store, snapshots, counting);
@@ -48,5 +55,49 @@ describe('aggregate snapshots: loading does not grow with history', function () 
     expect(loaded.state).to.deep.equal(expected.state);
     expect(loaded.lastSequence).to.equal(expected.lastSequence);
     expect(loaded.lastHash).to.equal(expected.lastHash);
+  });
+
+  it('given snapshots planted by a NATS user without the signing key (a released kill switch the log does not hold), then a fresh process folds the log and the switch stays engaged', async () => {
+    const { commands, subjects } = infra;
+    const ws = 'ws-forged-snapshot';
+    const meta = { actor: { kind: 'operator' as const, id: 'test' }, correlationId: 'c' };
+    await commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: ws, name: 'W', meta });
+    await commands.handle(workspaceDecider, { type: 'SetKillSwitch', workspaceId: ws, engaged: true, reason: 'incident', meta });
+    const subject = subjects.forAggregate(streams.workspace(ws));
+    const genuine = await infra.aggregates.load(workspaceDecider, streams.workspace(ws));
+    expect(genuine.state.killSwitch.engaged).to.equal(true);
+    const forged: Snapshot<WorkspaceState> = {
+      lastSequence: genuine.lastSequence,
+      lastHash: genuine.lastHash,
+      stateVersion: workspaceDecider.stateVersion,
+      state: { ...genuine.state, killSwitch: { engaged: false, reason: 'forged', since: null } },
+    };
+    const bucket = `${config.eventStream}_snapshots`;
+    const kv = await new Kvm(infra.nc).open(bucket);
+    const keyed = await SnapshotStore.open(infra.nc, bucket, 1, snapshotKey());
+    const attackerKey = new EventSigner(generateKeyPairSync('ed25519').privateKey).deriveKey(SNAPSHOT_KEY_PURPOSE);
+    const plants: Record<string, () => Promise<unknown>> = {
+      'plain JSON, as snapshots were stored before': () => kv.put(subject, JSON.stringify(forged)),
+      'authenticated with another key': async () => (await SnapshotStore.open(infra.nc, bucket, 1, attackerKey)).write(subject, forged),
+      "this process's own snapshot of another workspace, moved here": async () => {
+        await keyed.write(subjects.forAggregate(streams.workspace('ws-other')), forged);
+        const moved = await kv.get(subjects.forAggregate(streams.workspace('ws-other')));
+        await kv.put(subject, moved!.string());
+      },
+    };
+
+    for (const [how, plant] of Object.entries(plants)) {
+      await plant();
+      expect(await keyed.read(subject), how).to.equal(null);
+      let folded = 0;
+      const counting = { ...workspaceDecider, evolve: (state: WorkspaceState, event: DomainEvent) => (folded++, workspaceDecider.evolve(state, event)) };
+      const loaded = await new AggregateRepository(infra.store, keyed, counting).load(subject);
+      expect(loaded.state.killSwitch, how).to.deep.include({ engaged: true, reason: 'incident' });
+      expect(folded, how).to.equal(2);
+    }
+
+    // Written with this process's key, the same snapshot is believed: the MAC, not the shape, decides.
+    await keyed.write(subject, forged);
+    expect((await keyed.read<WorkspaceState>(subject))?.state.killSwitch.engaged).to.equal(false);
   });
 });

@@ -1,4 +1,4 @@
-import { createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { type KeyObject, createPublicKey, hkdfSync, sign } from 'node:crypto';
 import { keyIdOf } from './signing-keys.ts';
 
 /** Signs bytes with the process's Ed25519 private key; the store calls it for every append. */
@@ -29,6 +29,17 @@ export class EventSigner {
    */
   signRecord(bytes: Buffer): string {
     return sign(null, bytes, this.privateKey).toString('base64url');
+  }
+
+  /**
+   * A secret key for `purpose`, derived from the private key (HKDF-SHA256): for records only
+   * the service's own processes write and read back (aggregate snapshots), authenticated with
+   * an HMAC at a fraction of a signature's cost. Anyone without the private key, a holder of
+   * the NATS password among them, cannot make one that verifies.
+   */
+  deriveKey(purpose: string): Buffer {
+    const seed = Buffer.from(String(this.privateKey.export({ format: 'jwk' }).d), 'base64url');
+    return Buffer.from(hkdfSync('sha256', seed, Buffer.alloc(0), `adsagent ${purpose}`, 32));
   }
 
   /** Tells `listener` of every signature made from now on, with the bytes it covers. */
