@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
+import { projectorConsumerName } from '../../projections/runtime/projector.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
@@ -143,6 +144,29 @@ describe('projection runtime', () => {
     expect(Math.max(...progress)).to.be.at.most(failAfter);
     expect(await ledgerRows(infra.database.db)).to.deep.equal(before);
     expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head);
+  });
+
+  it('given its consumer\'s filter narrowed on the server (a stolen service password), then it sees the skipped sequences, makes the consumer again from its checkpoint and applies every event exactly once', async () => {
+    const projector = newProjector(infra);
+    await projector.start();
+    await appendEvents(20);
+    const before = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before));
+
+    // Only one aggregate's events from here on: without a check, the others would be skipped for good.
+    const name = projectorConsumerName([ledgerProjection]);
+    const narrowed = new ChainedAppender(infra).workspaceSubject('agg-3');
+    await infra.jsm.consumers.update(config.eventStream, name, { filter_subject: narrowed });
+    expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(narrowed);
+    await appendEvents(30);
+    const head = await infra.store.lastSequence();
+
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await projector.stop();
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
+    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
   });
 
   it('waits out a Postgres failure without losing or doubling an event', async () => {
