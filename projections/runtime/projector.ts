@@ -195,14 +195,6 @@ export class Projector {
   private readonly sealRecorder: SealRecorder | undefined;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
   private restarts = 0;
-  /**
-   * The stream sequence the consumer must deliver next: its filter covers the whole stream,
-   * so a later one means it skipped events (someone narrowed its filter on the server).
-   * Undefined when the filter is narrower than the stream (then nothing can be told).
-   */
-  private nextDelivery: number | undefined;
-  /** Set when the consumer skipped events: the next subscription makes it afresh from the checkpoint. */
-  private skipped: { readonly from: number; readonly to: number } | undefined;
 
   private readonly options: ProjectorOptions;
 
@@ -276,29 +268,11 @@ export class Projector {
   }
 
   private async subscribe(checkpoint: number): Promise<void> {
-    const firstDelivery = await this.ensureConsumer(checkpoint, this.skipped !== undefined);
-    this.skipped = undefined;
-    this.nextDelivery = await this.expectedFirstDelivery(firstDelivery);
+    await this.ensureConsumer(checkpoint);
     const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
-    const messages: ConsumerMessages = await consumer.consume({
+    const messages = await consumer.consume({
       max_messages: this.batchSize * 2,
       callback: (message) => {
-        const expected = this.nextDelivery;
-        if (expected !== undefined && message.seq > expected) {
-          // Nothing from here on is applied: the checkpoint stays before the gap, and the consumer
-          // made afresh from it delivers the skipped events (superviseSubscription subscribes again).
-          if (!this.skipped) {
-            this.skipped = { from: expected, to: message.seq - 1 };
-            this.options.logger.error(
-              { projection: this.lanes.map((lane) => lane.projection.name).join(','), skipped_from: expected, skipped_to: message.seq - 1 },
-              'projector consumer skipped stream sequences (its configuration was changed on the server?); making it again from the checkpoint',
-            );
-            messages.stop();
-          }
-          return;
-        }
-        if (this.skipped) return;
-        if (expected !== undefined && message.seq === expected) this.nextDelivery = expected + 1;
         if (this.buffer.length === 0) this.bufferedSince = performance.now();
         this.buffer.push({ seq: message.seq, subject: message.subject, data: message.data, delivery: message });
         this.wake?.();
@@ -398,23 +372,24 @@ export class Projector {
    * the floor is past the checkpoint (tables were rebuilt, or the database restored) or
    * deliveries are outstanding, the consumer is recreated from checkpoint + 1.
    */
-  private async ensureConsumer(checkpoint: number, afresh = false): Promise<number> {
+  private async ensureConsumer(checkpoint: number): Promise<void> {
     const { jsm, stream, filterSubject } = this.options;
     try {
       const info = await jsm.consumers.info(stream, this.consumerName);
       // Unacknowledged deliveries from a previous life would only come back after ack_wait;
       // recreating from the checkpoint replays them at once (already-applied ones are skipped).
       // A consumer of an older release acknowledged message by message: made again the same way;
-      // so is one whose filter, redelivery limit or ack wait someone changed on the server.
+      // so is one whose filter, redelivery limit or ack wait someone changed on the server (a
+      // narrowed filter would leave events out: the batches then stop at the first missing
+      // sequence, see entriesAfter, until this start makes the consumer again).
       const kept =
-        !afresh &&
         info.config.ack_policy === AckPolicy.All &&
         info.config.filter_subject === filterSubject &&
         (info.config.max_deliver ?? -1) === -1 &&
         info.config.ack_wait === CONSUMER_ACK_WAIT_NS &&
         info.ack_floor.stream_seq <= checkpoint &&
         info.num_ack_pending === 0;
-      if (kept) return info.ack_floor.stream_seq + 1;
+      if (kept) return;
       await jsm.consumers.delete(stream, this.consumerName);
     } catch (error) {
       if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound)) throw error;
@@ -430,17 +405,6 @@ export class Projector {
       ack_wait: CONSUMER_ACK_WAIT_NS,
       max_ack_pending: this.batchSize * 4,
     });
-    return checkpoint + 1;
-  }
-
-  /**
-   * The sequence the consumer must deliver first when its filter is the stream's one subject
-   * filter (then it delivers every sequence from there on); undefined when it is narrower.
-   */
-  private async expectedFirstDelivery(startSeq: number): Promise<number | undefined> {
-    const { config, state } = await this.options.jsm.streams.info(this.options.stream);
-    if (config.subjects.length !== 1 || config.subjects[0] !== this.options.filterSubject) return undefined;
-    return Math.max(startSeq, state.first_seq);
   }
 
   /**
