@@ -162,6 +162,9 @@ const ADMISSION_SLICE = 100;
 /** How long the server waits for a batch's acknowledgement before delivering it again (30 s). */
 const CONSUMER_ACK_WAIT_NS = 30_000_000_000;
 
+/** The header JetStream puts on a message a headers-only consumer delivers without its body. */
+const HEADERS_ONLY_SIZE = 'Nats-Msg-Size';
+
 /**
  * Runs projections from one durable JetStream consumer. Each batch is admitted once (schema,
  * hashes, signatures) and applied to every projection in that projection's own Postgres
@@ -195,6 +198,8 @@ export class Projector {
   private readonly sealRecorder: SealRecorder | undefined;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
   private restarts = 0;
+  /** The consumer delivered a message without its body: the next subscription makes it afresh. */
+  private headersOnly = false;
 
   private readonly options: ProjectorOptions;
 
@@ -269,10 +274,22 @@ export class Projector {
 
   private async subscribe(checkpoint: number): Promise<void> {
     await this.ensureConsumer(checkpoint);
+    this.headersOnly = false;
     const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
-    const messages = await consumer.consume({
+    const messages: ConsumerMessages = await consumer.consume({
       max_messages: this.batchSize * 2,
       callback: (message) => {
+        if (message.headers?.has(HEADERS_ONLY_SIZE)) {
+          // Someone made the consumer deliver headers only: an empty body would be parked as
+          // inadmissible and the checkpoint moved past it. Nothing of it is applied; the
+          // subscription is made again (superviseSubscription), with a consumer made afresh.
+          if (!this.headersOnly) {
+            this.headersOnly = true;
+            this.options.logger.error({ projection: this.lanes.map((lane) => lane.projection.name).join(','), seq: message.seq }, 'projector consumer delivers headers only (changed on the server?); making it again');
+            messages.stop();
+          }
+          return;
+        }
         if (this.buffer.length === 0) this.bufferedSince = performance.now();
         this.buffer.push({ seq: message.seq, subject: message.subject, data: message.data, delivery: message });
         this.wake?.();
@@ -379,12 +396,13 @@ export class Projector {
       // Unacknowledged deliveries from a previous life would only come back after ack_wait;
       // recreating from the checkpoint replays them at once (already-applied ones are skipped).
       // A consumer of an older release acknowledged message by message: made again the same way;
-      // so is one whose filter, redelivery limit or ack wait someone changed on the server (a
+      // so is one whose filter, body delivery, redelivery limit or ack wait someone changed on the server (a
       // narrowed filter would leave events out: the batches then stop at the first missing
       // sequence, see entriesAfter, until this start makes the consumer again).
       const kept =
         info.config.ack_policy === AckPolicy.All &&
         info.config.filter_subject === filterSubject &&
+        !info.config.headers_only &&
         (info.config.max_deliver ?? -1) === -1 &&
         info.config.ack_wait === CONSUMER_ACK_WAIT_NS &&
         info.ack_floor.stream_seq <= checkpoint &&

@@ -153,7 +153,10 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
     batch = [];
     const entries = admitting.then(() => admitAll(store, messages, target - messages[messages.length - 1]!.seq, options.seals, recorder));
     admitting = entries;
-    committing = Promise.all([entries, committing]).then(([admitted]) => apply(messages, admitted));
+    // Its failure reaches the fold through `committing`, which takes it up only after the batch before has committed.
+    entries.catch(() => undefined);
+    // After the batch before has committed, even when this admission failed: the fold ends with nothing of it still running.
+    committing = committing.then(() => entries).then((admitted) => apply(messages, admitted));
     // Awaited when the reader is too far ahead, or at the end: its failure is the fold's.
     committing.catch(() => undefined);
     inFlight.push(committing);

@@ -14,26 +14,28 @@ export const SNAPSHOT_KEY_PURPOSE = 'aggregate snapshots v1';
  * are a cache: losing the bucket only costs a refold.
  *
  * Each entry is authenticated: an HMAC-SHA256, keyed from the event signing key, over the
- * aggregate's subject and the snapshot's JSON text. Whoever can write the bucket (anyone with
+ * bucket's name, the aggregate's subject and the snapshot's JSON text. Whoever can write the bucket (anyone with
  * the service's NATS password) but lacks the signing key cannot plant a state the log does
  * not hold, such as a released kill switch: an entry that does not verify (forged, moved to
- * another subject, written under another key or by an older release) is read as no snapshot,
+ * another subject or bucket, written under another key or by an older release) is read as no snapshot,
  * and the aggregate is folded from its events. Without a key (a process holding public keys
  * only) nothing is read or written.
  */
 export class SnapshotStore implements SnapshotCache {
   private readonly kv: KV;
+  private readonly bucket: string;
   private readonly key: Buffer | null;
 
-  private constructor(kv: KV, key: Buffer | null) {
+  private constructor(kv: KV, bucket: string, key: Buffer | null) {
     this.kv = kv;
+    this.bucket = bucket;
     this.key = key;
   }
 
   /** @param key from EventSigner.deriveKey(SNAPSHOT_KEY_PURPOSE); null: no snapshots. */
   static async open(nc: NatsConnection, bucket: string, replicas: number, key: Buffer | null): Promise<SnapshotStore> {
     const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
-    return new SnapshotStore(kv, key);
+    return new SnapshotStore(kv, bucket, key);
   }
 
   async read<S>(subject: string): Promise<Snapshot<S> | null> {
@@ -57,6 +59,6 @@ export class SnapshotStore implements SnapshotCache {
   }
 
   private mac(subject: string, json: string): Buffer {
-    return createHmac('sha256', this.key!).update(`${subject}\n`).update(json).digest();
+    return createHmac('sha256', this.key!).update(`${this.bucket}\n${subject}\n`).update(json).digest();
   }
 }

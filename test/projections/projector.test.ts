@@ -197,6 +197,37 @@ describe('projection runtime', () => {
     expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
   });
 
+  it('given its consumer made to deliver headers only, while stopped or while running, then it parks nothing, makes the consumer again and applies every event exactly once', async () => {
+    const name = projectorConsumerName([ledgerProjection]);
+    const projector = newProjector(infra);
+    await projector.start();
+    await appendEvents(10);
+    const first = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(first));
+    await projector.stop();
+
+    // While stopped: its start must not keep such a consumer.
+    await infra.jsm.consumers.update(config.eventStream, name, { headers_only: true });
+    await appendEvents(10);
+    const restarted = newProjector(infra);
+    await restarted.start();
+    const second = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(second));
+
+    // While running: the empty bodies it is given must not be taken for inadmissible events.
+    await infra.jsm.consumers.update(config.eventStream, name, { headers_only: true });
+    await appendEvents(10);
+    const head = await infra.store.lastSequence();
+    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await restarted.stop();
+
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
+    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    expect(restarted.statuses().map((status) => status.parked)).to.deep.equal([0]);
+    expect((await infra.jsm.consumers.info(config.eventStream, name)).config.headers_only ?? false).to.equal(false);
+  });
+
   it('waits out a Postgres failure without losing or doubling an event', async () => {
     const projector = newProjector(infra);
     await projector.start();
