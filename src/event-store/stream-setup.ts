@@ -35,6 +35,12 @@ export function eventStreamConfig(options: EventStreamOptions): Partial<StreamCo
     max_msgs: -1,
     max_bytes: -1,
     max_age: 0,
+    // Set, not left to the server's defaults, so that a stream someone made with other values
+    // before the service's first start is seen: one event per subject kept, or a `Nats-Rollup`
+    // header honoured, would drop history; a sealed stream takes no append.
+    max_msgs_per_subject: -1,
+    allow_rollup_hdrs: false,
+    sealed: false,
     max_msg_size: 1024 * 1024,
     num_replicas: options.replicas,
     duplicate_window: DUPLICATE_WINDOW_NS,
@@ -69,10 +75,41 @@ export class EventStreamConfigurationError extends Error {
 }
 
 /**
+ * Settings the service never gives its event stream, which an update cannot take away: a
+ * `republish` turns every append into a publish elsewhere (an API request such as
+ * `$JS.API.STREAM.DELETE.<stream>` included, made with the server's own rights), and a mirror
+ * or sources fill the stream from somewhere else. A stream made with one (before the service's
+ * first start, by anyone with the service's password) must be made again.
+ */
+const FOREIGN_STREAM_SETTINGS = ['republish', 'mirror', 'sources'] as const;
+
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null && !(Array.isArray(value) && value.length === 0);
+}
+
+/** The event stream has a setting the service never gives it and an update cannot remove ({@link FOREIGN_STREAM_SETTINGS}). */
+export class UnsafeEventStreamError extends Error {
+  readonly stream: string;
+  readonly settings: readonly string[];
+
+  constructor(stream: string, settings: readonly string[]) {
+    super(
+      `the event stream ${stream} has ${settings.join(', ')} set, which the service never sets and an update cannot remove ` +
+        `(a republish could turn its appends into requests such as deleting the stream): the service will not use it; ` +
+        `make the stream again without it, keeping its messages (docs/operations.md, "Changing the event stream")`,
+    );
+    this.name = 'UnsafeEventStreamError';
+    this.stream = stream;
+    this.settings = settings;
+  }
+}
+
+/**
  * Creates the stream, or brings an existing one to the configuration; safe to call at every
  * start. A stream already configured so is left alone (no update is sent: the shipped NATS
  * permissions refuse the service one).
  * @throws EventStreamConfigurationError when it differs and this user may not update it
+ * @throws UnsafeEventStreamError when it has a setting the service never gives it
  */
 export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions): Promise<void> {
   const config = eventStreamConfig(options);
@@ -86,6 +123,8 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     }
     throw error;
   }
+  const foreign = FOREIGN_STREAM_SETTINGS.filter((setting) => isSet(stored[setting]));
+  if (foreign.length > 0) throw new UnsafeEventStreamError(options.name, foreign);
   const { name: _name, storage: _storage, ...updatable } = config;
   const differences = streamConfigDifferences(stored, updatable);
   if (differences.length === 0) return;

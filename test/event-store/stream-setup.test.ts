@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
-import { ensureEventStream, eventStreamConfig, streamConfigDifferences } from '../../src/event-store/stream-setup.ts';
+import { ensureEventStream, eventStreamConfig, streamConfigDifferences, UnsafeEventStreamError } from '../../src/event-store/stream-setup.ts';
 import { isolatedConfig } from '../support/isolation.ts';
 
 /**
@@ -59,5 +59,38 @@ describe('ensureEventStream', function () {
     const after = await jsm.streams.info(name);
     expect(after.config).to.include({ max_msgs: -1, max_msg_size: 1024 * 1024 });
     expect(after.state.messages).to.equal(5);
+  });
+
+  describe('given a stream someone made before the service\'s first start', () => {
+    const other = isolatedConfig('streamsetuppre');
+    const preOptions = { name: other.eventStream, subjects: [`${other.subjectPrefix}.>`], replicas: 1 };
+    afterEach(async () => {
+      await jsm.streams.delete(other.eventStream).catch(() => undefined);
+    });
+
+    it('keeping one event per subject or honouring rollup headers, then it sets its own values again (where the user may update)', async () => {
+      await jsm.streams.add({ name: other.eventStream, subjects: preOptions.subjects, max_msgs_per_subject: 1, allow_rollup_hdrs: true });
+
+      await ensureEventStream(jsm, preOptions);
+
+      expect((await jsm.streams.info(other.eventStream)).config).to.include({ max_msgs_per_subject: -1, allow_rollup_hdrs: false, deny_delete: true, deny_purge: true });
+    });
+
+    it('with a republish, then it refuses the stream in one error naming it, and nothing is republished', async () => {
+      await jsm.streams.add({
+        name: other.eventStream,
+        subjects: preOptions.subjects,
+        republish: { src: `${other.subjectPrefix}.>`, dest: `${other.subjectPrefix}_republished.>` },
+      });
+
+      const error = await ensureEventStream(jsm, preOptions).then(
+        () => null,
+        (e: unknown) => e,
+      );
+
+      expect(error).to.be.instanceOf(UnsafeEventStreamError);
+      expect((error as Error).message).to.include(`the event stream ${other.eventStream} has republish set`);
+      expect((await jsm.streams.info(other.eventStream)).config.republish).to.deep.include({ dest: `${other.subjectPrefix}_republished.>` });
+    });
   });
 });
