@@ -2,8 +2,7 @@ import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.ts';
 import { readCheckpoint } from '../projections/runtime/checkpoints.ts';
 import { Projector } from '../projections/runtime/projector.ts';
-import { verifyEventLog, type VerifyReport } from '../src/audit/verify-event-log.ts';
-import { EventVerifier } from '../src/events/signing/event-verifier.ts';
+import { auditVerifier, verifyEventLog, type VerifyReport } from '../src/audit/verify-event-log.ts';
 import { createLogger } from '../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../src/runtime/infrastructure.ts';
 import { appendAccountHistories } from './support/bench-events.ts';
@@ -40,7 +39,7 @@ async function timeFullRead(infra: Infrastructure, head: number): Promise<{ coun
 
 /** Ordered-consumer read + JSON.parse, each event's signature verified on the event loop before the next is read. */
 async function timeReadVerifyingEach(infra: Infrastructure, head: number): Promise<{ count: number; ms: number }> {
-  const verifier = auditVerifier(infra);
+  const verifier = auditVerifier(infra.signing);
   const { value: count, ms } = await timed(async () => {
     let n = 0;
     for await (const stored of infra.store.readFiltered(infra.subjects.all, 1, head)) {
@@ -51,11 +50,6 @@ async function timeReadVerifyingEach(infra: Infrastructure, head: number): Promi
   });
   if (count !== head) throw new Error(`read returned ${count} events, expected ${head}`);
   return { count, ms };
-}
-
-/** The verifier `adsagent audit verify` makes: this process's keys, nothing remembered. */
-function auditVerifier(infra: Infrastructure): EventVerifier {
-  return new EventVerifier(infra.signing.keys, infra.signing.verifier.activation, { rememberVerified: false });
 }
 
 function checkReport(report: VerifyReport, head: number, readModels: number): void {
@@ -123,7 +117,7 @@ export async function run(): Promise<void> {
       // ---- 2. with every signature checked
       section(`2. verifyEventLog over ${total.toLocaleString('en-US')} events with every signature checked (as adsagent audit verify), vs read + parse verifying each on the event loop`);
       const verifyingEach = await timeReadVerifyingEach(infra, head);
-      const signed = await verifyWithPhases({ store, subjects: infra.subjects, verifier: auditVerifier(infra) });
+      const signed = await verifyWithPhases({ store, subjects: infra.subjects, verifier: auditVerifier(infra.signing) });
       checkReport(signed.report, head, 0);
       if (signed.report.signedEvents !== head) throw new Error(`verifyEventLog counted ${signed.report.signedEvents} valid signatures, expected ${head}`);
       compareThroughput('verifyEventLog, signatures checked', signed.report.events, signed.ms, 'read + parse + verify each in line', verifyingEach.count, verifyingEach.ms);

@@ -13,7 +13,7 @@ import { rebuildProjection } from '../projections/runtime/rebuild.ts';
 import type { Config } from '../src/config/config.ts';
 import { EMPTY_POSITION, type StoredEvent, type SubjectPosition } from '../src/event-store/event-store.ts';
 import { JetStreamEventStore as EventStore } from '../src/event-store/jetstream-event-store.ts';
-import { SNAPSHOT_KEY_PURPOSE, SnapshotStore } from '../src/event-store/snapshot-store.ts';
+import { SnapshotStore } from '../src/event-store/snapshot-store.ts';
 import { sealEvent } from '../src/events/event-hash.ts';
 import { GENESIS_HASH, type UnsealedEvent } from '../src/events/envelope.ts';
 import { createLogger } from '../src/log/logger.ts';
@@ -506,7 +506,7 @@ async function benchCommandLatency(): Promise<void> {
         const fold = await timed(() => other.aggregates.load(accountDecider, streams.account(WORKSPACE, big)));
         if (!fold.value.state.exists || fold.value.state.runsQueued !== BIG_CYCLES) throw new Error('big account folded to an unexpected state');
         figure('full fold of big (no cache, no snapshot)', fold.ms, 'ms', `(${bigEvents.toLocaleString('en-US')} events, once)`);
-        const snapshots = await SnapshotStore.open(other.nc, bucket, config.streamReplicas, other.signing.signer!.deriveKey(SNAPSHOT_KEY_PURPOSE));
+        const snapshots = await SnapshotStore.open(other.nc, bucket, config.streamReplicas, other.signing.signer);
         const deadline = now() + 10_000;
         while ((await snapshots.read(bigSubject))?.lastSequence !== fold.value.lastSequence) {
           if (now() > deadline) throw new Error('snapshot of the big account was not persisted');
@@ -515,7 +515,7 @@ async function benchCommandLatency(): Promise<void> {
       });
 
       // (a) warm: this process, in-memory cache. Big and new interleaved (random order per pair) so drift hits both alike.
-      const probe = new TailProbe(await SnapshotStore.open(infra.nc, bucket, config.streamReplicas, infra.signing.signer!.deriveKey(SNAPSHOT_KEY_PURPOSE)), (id) => subjects.forAggregate(streams.account(WORKSPACE, id)));
+      const probe = new TailProbe(await SnapshotStore.open(infra.nc, bucket, config.streamReplicas, infra.signing.signer), (id) => subjects.forAggregate(streams.account(WORKSPACE, id)));
       const createAccount = async (accountId: string) => {
         const created = await commands.handle(accountDecider, { type: 'CreateAccount', workspaceId: WORKSPACE, accountId, name: accountId, platform: 'sandbox', sandboxSeed: 1, meta: META });
         probe.appended(accountId, created.appended[0]!.seq);
@@ -544,7 +544,7 @@ async function benchCommandLatency(): Promise<void> {
       const coldNew = samples();
       await withInfrastructure(config, 'bench-latency-cold', async (cold) => {
         // A series on one new infrastructure: every command gets a write model with an empty cache.
-        const snapshots = await SnapshotStore.open(cold.nc, bucket, config.streamReplicas, cold.signing.signer!.deriveKey(SNAPSHOT_KEY_PURPOSE));
+        const snapshots = await SnapshotStore.open(cold.nc, bucket, config.streamReplicas, cold.signing.signer);
         const fresh = () => new Commands(new Aggregates(cold.store, cold.subjects, snapshots));
         for (let i = 0; i < COLD_CYCLES; i++) await cyclePair(fresh, [big, coldBig], [newCold, coldNew], probe);
       });

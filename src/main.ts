@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './config/config.ts';
 import { PostgresUnreachableError } from './db/database.ts';
 import { NatsUnreachableError } from './event-store/nats-connection.ts';
-import { EventStreamConfigurationError, UnsafeEventStreamError } from './event-store/stream-setup.ts';
+import { EventStreamSetupError } from './event-store/stream-setup.ts';
 import { createLogger } from './log/logger.ts';
 import { startService } from './runtime/service.ts';
 
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
 
 /** One line a user can act on; the details of anything unexpected go to the debug log. */
 function describeStartupError(error: unknown, host: string, port: number): string {
-  if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof EventStreamConfigurationError || error instanceof UnsafeEventStreamError) return error.message;
+  if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof EventStreamSetupError) return error.message;
   const code = (error as { code?: string }).code;
   if (code === 'EADDRINUSE') return `port ${port} on ${host} is already in use; stop what holds it or set PORT`;
   if (code === 'EACCES') return `not allowed to listen on ${host}:${port}; choose a port above 1024 with PORT`;

@@ -279,7 +279,8 @@ export class Projector {
     const messages: ConsumerMessages = await consumer.consume({
       max_messages: this.batchSize * 2,
       callback: (message) => {
-        if (message.headers?.has(HEADERS_ONLY_SIZE)) {
+        // The body is looked at first: decoding the headers of every event would cost the hot path.
+        if (message.data.length === 0 && message.headers?.has(HEADERS_ONLY_SIZE)) {
           // Someone made the consumer deliver headers only: an empty body would be parked as
           // inadmissible and the checkpoint moved past it. Nothing of it is applied; the
           // subscription is made again (superviseSubscription), with a consumer made afresh.

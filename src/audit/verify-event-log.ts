@@ -7,7 +7,8 @@ import { recomputeStoredEventHash } from '../events/event-hash.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { JetStreamEventStore as EventStore } from '../event-store/jetstream-event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
-import type { EventVerifier, Verdict } from '../events/signing/event-verifier.ts';
+import { EventVerifier, type Verdict } from '../events/signing/event-verifier.ts';
+import type { EventSigning } from '../events/signing/event-signing.ts';
 import { UntrustedEventError } from '../events/signing/untrusted-event-error.ts';
 
 export const DISCREPANCY_KINDS = [
@@ -57,6 +58,14 @@ export interface VerifyOptions {
   readonly onProgress?: (phase: string, done: number, total: number) => void;
   /** Checks every event's signature (after its hash and chain); without one, signatures are not checked. */
   readonly verifier?: EventVerifier;
+}
+
+/**
+ * The verifier an audit checks signatures with: the keys and activation point this process
+ * believes, and nothing remembered (each signature is checked once).
+ */
+export function auditVerifier({ keys, verifier }: EventSigning): EventVerifier {
+  return new EventVerifier(keys, verifier.activation, { rememberVerified: false });
 }
 
 /**

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, type Config } from '../config/config.ts';
 import { PostgresUnreachableError } from '../db/database.ts';
 import { KEY_SCOPES, PLATFORM_KINDS, type KeyScope, type PlatformKind } from '../events/catalogue/index.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
-import { EventStreamConfigurationError, UnsafeEventStreamError } from '../event-store/stream-setup.ts';
+import { EventStreamSetupError } from '../event-store/stream-setup.ts';
 import { SigningKeyError } from '../events/signing/signing-keys.ts';
 import { createAccount, createWorkspace, issueKey, pauseRunStarts, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
 import { connectGoogleAdsAccount, reconnectGoogleAdsAccount } from '../operator/connect-google-ads.ts';
@@ -290,7 +290,7 @@ async function main(): Promise<number> {
       return 2;
     }
     // These messages already end with what to do (start the service, set the variable).
-    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof CredentialsKeyMissingError || error instanceof EventStreamConfigurationError || error instanceof UnsafeEventStreamError) {
+    if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof CredentialsKeyMissingError || error instanceof EventStreamSetupError) {
       warn(error.message);
       return 1;
     }

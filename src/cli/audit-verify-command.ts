@@ -1,7 +1,6 @@
 import cliProgress from 'cli-progress';
 import { PROJECTIONS } from '../../projections/index.ts';
-import { verifyEventLog } from '../audit/verify-event-log.ts';
-import { EventVerifier } from '../events/signing/event-verifier.ts';
+import { auditVerifier, verifyEventLog } from '../audit/verify-event-log.ts';
 import type { Config } from '../config/config.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { printResult, UsageError } from './output.ts';
@@ -18,10 +17,8 @@ export async function runAuditVerify(infra: Infrastructure, config: Config, opti
   let phase = '';
   bar.start(1, 0, { phase: 'events'.padEnd(14) });
   // With --public-key, infra.signing holds only those keys (see adsagent.ts); a fresh verifier per audit.
-  const { keys, verifier: known } = infra.signing;
   const report = await verifyEventLog({
-    // Each signature is checked once: nothing to remember.
-    verifier: new EventVerifier(keys, known.activation, { rememberVerified: false }),
+    verifier: auditVerifier(infra.signing),
     store: infra.store,
     subjects: infra.subjects,
     accountId: typeof options.account === 'string' ? options.account : undefined,

@@ -10,10 +10,8 @@ const JETSTREAM_UNAVAILABLE_STATUS = 503;
  * a permission violation is in it.
  */
 export function isNatsUnavailable(error: unknown): boolean {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
-    // A refusal, whatever wraps it (nats.js reports a refused request as a RequestError): waiting does not change it.
-    if (current instanceof PermissionViolationError) return false;
-  }
+  // A refusal, whatever wraps it (nats.js reports a refused request as a RequestError): waiting does not change it.
+  if (isPermissionViolation(error)) return false;
   for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
     if (
       current instanceof NoRespondersError ||
@@ -26,6 +24,14 @@ export function isNatsUnavailable(error: unknown): boolean {
       return true;
     }
     if (current instanceof JetStreamApiError && current.status === JETSTREAM_UNAVAILABLE_STATUS) return true;
+  }
+  return false;
+}
+
+/** Whether the server refused the request for the user's permissions, anywhere in the cause chain. */
+export function isPermissionViolation(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    if (current instanceof PermissionViolationError) return true;
   }
   return false;
 }

@@ -1,12 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
+import type { EventSigner } from '../events/signing/event-signer.ts';
 import type { Snapshot, SnapshotCache } from './aggregate-repository.ts';
 
 export type { Snapshot } from './aggregate-repository.ts';
 
-/** What {@link SnapshotStore} keys its MACs with: EventSigner.deriveKey(SNAPSHOT_KEY_PURPOSE). */
-export const SNAPSHOT_KEY_PURPOSE = 'aggregate snapshots v1';
+/** What the MAC key is derived for (EventSigner.deriveKey): a new purpose makes every stored snapshot a miss. */
+const SNAPSHOT_KEY_PURPOSE = 'aggregate snapshots v1';
 
 /**
  * Persists aggregate snapshots in a JetStream KV bucket (history 1), so a fresh process
@@ -32,10 +33,10 @@ export class SnapshotStore implements SnapshotCache {
     this.key = key;
   }
 
-  /** @param key from EventSigner.deriveKey(SNAPSHOT_KEY_PURPOSE); null: no snapshots. */
-  static async open(nc: NatsConnection, bucket: string, replicas: number, key: Buffer | null): Promise<SnapshotStore> {
+  /** @param signer the process's event signer, whose key the MACs are keyed from; undefined: no snapshots. */
+  static async open(nc: NatsConnection, bucket: string, replicas: number, signer: EventSigner | undefined): Promise<SnapshotStore> {
     const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
-    return new SnapshotStore(kv, bucket, key);
+    return new SnapshotStore(kv, bucket, signer?.deriveKey(SNAPSHOT_KEY_PURPOSE) ?? null);
   }
 
   async read<S>(subject: string): Promise<Snapshot<S> | null> {

@@ -1,4 +1,3 @@
-import { PermissionViolationError } from '@nats-io/nats-core';
 import {
   DiscardPolicy,
   JetStreamApiCodes,
@@ -8,6 +7,7 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
+import { isPermissionViolation } from './nats-unavailable.ts';
 
 export interface EventStreamOptions {
   readonly name: string;
@@ -51,25 +51,38 @@ export function eventStreamConfig(options: EventStreamOptions): Partial<StreamCo
 }
 
 /**
+ * The event stream is not one the service may use as it stands, and the service will not make
+ * it so itself: the message says what the operator does. Startup prints it as one line.
+ */
+export class EventStreamSetupError extends Error {
+  readonly stream: string;
+
+  constructor(stream: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EventStreamSetupError';
+    this.stream = stream;
+  }
+}
+
+/**
  * The event stream exists with another configuration than the service's, and the service's
  * NATS user may not change it: deploy/nats/auth.conf denies it `$JS.API.STREAM.UPDATE` on the
  * event stream, since an update that shrinks the limits (`max_msgs: 1`) makes the server drop
  * the events above them, which `deny_delete` and `deny_purge` do not prevent.
  */
-export class EventStreamConfigurationError extends Error {
-  readonly stream: string;
+export class EventStreamConfigurationError extends EventStreamSetupError {
   /** Each difference as `field: stored → wanted`. */
   readonly differences: readonly string[];
 
   constructor(stream: string, differences: readonly string[], options?: { cause?: unknown }) {
     super(
+      stream,
       `the event stream ${stream} differs from the service's configuration (${differences.join('; ')}) and this NATS user may not update it ` +
         `(deploy/nats/auth.conf, so that a stolen service password cannot shrink its limits and drop events); ` +
         `update it once with a user allowed $JS.API.STREAM.UPDATE.${stream}, or set the service's configuration to match (docs/operations.md, "Changing the event stream")`,
       options,
     );
     this.name = 'EventStreamConfigurationError';
-    this.stream = stream;
     this.differences = differences;
   }
 }
@@ -88,18 +101,17 @@ function isSet(value: unknown): boolean {
 }
 
 /** The event stream has a setting the service never gives it and an update cannot remove ({@link FOREIGN_STREAM_SETTINGS}). */
-export class UnsafeEventStreamError extends Error {
-  readonly stream: string;
+export class UnsafeEventStreamError extends EventStreamSetupError {
   readonly settings: readonly string[];
 
   constructor(stream: string, settings: readonly string[]) {
     super(
+      stream,
       `the event stream ${stream} has ${settings.join(', ')} set, which the service never sets and an update cannot remove ` +
         `(a republish could turn its appends into requests such as deleting the stream): the service will not use it; ` +
         `make the stream again without it, keeping its messages (docs/operations.md, "Changing the event stream")`,
     );
     this.name = 'UnsafeEventStreamError';
-    this.stream = stream;
     this.settings = settings;
   }
 }
@@ -131,7 +143,7 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
   try {
     await jsm.streams.update(options.name, updatable);
   } catch (error) {
-    if (causedByPermissionViolation(error)) throw new EventStreamConfigurationError(options.name, differences, { cause: error });
+    if (isPermissionViolation(error)) throw new EventStreamConfigurationError(options.name, differences, { cause: error });
     throw error;
   }
 }
@@ -144,11 +156,4 @@ export function streamConfigDifferences(stored: Partial<StreamConfig>, wanted: P
     if (JSON.stringify(have) !== JSON.stringify(value)) differences.push(`${field}: ${JSON.stringify(have)} → ${JSON.stringify(value)}`);
   }
   return differences;
-}
-
-function causedByPermissionViolation(error: unknown): boolean {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
-    if (current instanceof PermissionViolationError) return true;
-  }
-  return false;
 }

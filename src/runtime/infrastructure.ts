@@ -10,7 +10,7 @@ import { duringStartup } from '../event-store/nats-retry.ts';
 import type { ReadStall } from '../event-store/ordered-read.ts';
 import { JetStreamEventStore } from '../event-store/jetstream-event-store.ts';
 import { connectNats } from '../event-store/nats-connection.ts';
-import { SNAPSHOT_KEY_PURPOSE, SnapshotStore } from '../event-store/snapshot-store.ts';
+import { SnapshotStore } from '../event-store/snapshot-store.ts';
 import { ensureEventStream } from '../event-store/stream-setup.ts';
 import { Subjects } from '../event-store/subjects.ts';
 import { loadSigningKeys, openEventSigning, publicKeysOnly, type EventSigning } from '../events/signing/event-signing.ts';
@@ -63,7 +63,7 @@ export async function openInfrastructure(config: Config, clientName: string, opt
     const subjects = new Subjects(config.subjectPrefix);
     // Each step is idempotent, and a cluster under load or electing a leader may not answer at once.
     await duringStartup(() => ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas }));
-    const snapshots = await duringStartup(() => SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas, loaded.signer?.deriveKey(SNAPSHOT_KEY_PURPOSE) ?? null));
+    const snapshots = await duringStartup(() => SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas, loaded.signer));
     const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer, onReadStall: options.onReadStall });
     const signing = await duringStartup(() => openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded }));
     // From here on every reader of this store believes only events signed by a known key

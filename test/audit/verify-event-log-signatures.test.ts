@@ -2,13 +2,13 @@ import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { v4 as uuidv4 } from 'uuid';
 import { verifyEventLog, type VerifyReport } from '../../src/audit/verify-event-log.ts';
-import { GENESIS_HASH, type EventEnvelope } from '../../src/events/envelope.ts';
+import type { EventEnvelope } from '../../src/events/envelope.ts';
 import { sealEvent } from '../../src/events/event-hash.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
 import { knownKeys } from '../../src/events/signing/signing-keys.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
-import { toolCalled } from '../support/event-factory.ts';
+import { signedToolCallChain } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 
 /**
@@ -22,15 +22,7 @@ const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
 
 /** `length` signed, chained events of one run, as the service would have appended them. */
 function runChain(length: number): EventEnvelope[] {
-  const runId = uuidv4();
-  const events: EventEnvelope[] = [];
-  let prev = GENESIS_HASH;
-  for (let index = 0; index < length; index++) {
-    const sealed = sealEvent(toolCalled(WORKSPACE, runId, index + 1, 20), prev, signer);
-    events.push(sealed);
-    prev = sealed.hash;
-  }
-  return events;
+  return signedToolCallChain(WORKSPACE, uuidv4(), length, 20, signer);
 }
 
 /** Its hash and chain intact, its signature made by another key under the service's key id: only the signature check can see it. */

@@ -3,7 +3,7 @@ import type { AccountState } from '../../commands/account/account-state.ts';
 import { AggregateRepository } from '../../src/event-store/aggregate-repository.ts';
 import { generateKeyPairSync } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
-import { SNAPSHOT_KEY_PURPOSE, SnapshotStore, type Snapshot } from '../../src/event-store/snapshot-store.ts';
+import { SnapshotStore, type Snapshot } from '../../src/event-store/snapshot-store.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { workspaceDecider, type WorkspaceState } from '../../commands/workspace/workspace-decider.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
@@ -26,8 +26,6 @@ describe('aggregate snapshots: loading does not grow with history', function () 
     await dropIsolated(config);
   });
 
-  /** The key this process's snapshots are authenticated with. */
-  const snapshotKey = () => infra.signing.signer!.deriveKey(SNAPSHOT_KEY_PURPOSE);
 
   it('a fresh process folds at most 64 events of an aggregate with 300, and gets the same state', async () => {
     const { commands, subjects } = infra;
@@ -46,7 +44,7 @@ describe('aggregate snapshots: loading does not grow with history', function () 
 
     let folded = 0;
     const counting = { ...accountDecider, evolve: (state: AccountState, event: DomainEvent) => (folded++, accountDecider.evolve(state, event)) };
-    const snapshots = await SnapshotStore.open(infra.nc, `${config.eventStream}_snapshots`, 1, snapshotKey());
+    const snapshots = await SnapshotStore.open(infra.nc, `${config.eventStream}_snapshots`, 1, infra.signing.signer);
     // Snapshots are written asynchronously after the append that makes them due.
     await eventually(async () => expect((await snapshots.read(subject))?.lastSequence ?? 0).to.be.greaterThan(expected.lastSequence - 64));
     const fresh = new AggregateRepository(infra.store, snapshots, counting);
@@ -74,11 +72,11 @@ describe('aggregate snapshots: loading does not grow with history', function () 
     };
     const bucket = `${config.eventStream}_snapshots`;
     const kv = await new Kvm(infra.nc).open(bucket);
-    const keyed = await SnapshotStore.open(infra.nc, bucket, 1, snapshotKey());
-    const attackerKey = new EventSigner(generateKeyPairSync('ed25519').privateKey).deriveKey(SNAPSHOT_KEY_PURPOSE);
+    const keyed = await SnapshotStore.open(infra.nc, bucket, 1, infra.signing.signer);
+    const attacker = new EventSigner(generateKeyPairSync('ed25519').privateKey);
     const plants: Record<string, () => Promise<unknown>> = {
       'plain JSON, as snapshots were stored before': () => kv.put(subject, JSON.stringify(forged)),
-      'authenticated with another key': async () => (await SnapshotStore.open(infra.nc, bucket, 1, attackerKey)).write(subject, forged),
+      'authenticated with another key': async () => (await SnapshotStore.open(infra.nc, bucket, 1, attacker)).write(subject, forged),
       "this process's own snapshot of another workspace, moved here": async () => {
         await keyed.write(subjects.forAggregate(streams.workspace('ws-other')), forged);
         const moved = await kv.get(subjects.forAggregate(streams.workspace('ws-other')));

@@ -8,7 +8,7 @@ import { sealEvent } from '../../src/events/event-hash.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
 import { knownKeys } from '../../src/events/signing/signing-keys.ts';
-import { toolCalled } from '../support/event-factory.ts';
+import { signedToolCallChain, toolCalled } from '../support/event-factory.ts';
 
 /**
  * Batch admission (projectors, rebuild) verifies one signature per subject and believes the
@@ -45,14 +45,7 @@ interface Chain {
 function runChain(length: number): Chain {
   const runId = uuidv4();
   const subject = subjects.forAggregate({ workspaceId: WORKSPACE, accountId: 'acc', aggregate: { type: 'run', id: runId } });
-  const events: EventEnvelope[] = [];
-  let prev = GENESIS_HASH;
-  for (let index = 0; index < length; index++) {
-    const sealed = sealEvent(toolCalled(WORKSPACE, runId, index + 1, 40), prev, signer);
-    events.push(sealed);
-    prev = sealed.hash;
-  }
-  return { subject, events };
+  return { subject, events: signedToolCallChain(WORKSPACE, runId, length, 40, signer) };
 }
 
 /** Interleaves chains into consecutive stream messages, as concurrent writers leave them. */

@@ -46,6 +46,17 @@ describe('projection runtime', () => {
     return ids;
   };
 
+  /** Waits until the ledger projection's checkpoint is at `seq`. */
+  const caughtUpTo = (seq: number, timeoutMs?: number) =>
+    eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(seq), timeoutMs);
+
+  /** The ledger holds one row for every sequence 1..head, each applied exactly once. */
+  const expectEachEventAppliedOnce = async (head: number) => {
+    const rows = await ledgerRows(infra.database.db);
+    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
+    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+  };
+
   it('applies every event exactly once when stopped between its commit and its ack', async () => {
     await appendEvents(100);
     const crashed = await openInfrastructure(config, 'test-projector-crashing');
@@ -69,7 +80,7 @@ describe('projection runtime', () => {
     const survivor = newProjector(infra);
     await survivor.start();
     const head = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     await survivor.stop();
     await crashed.database.close();
 
@@ -84,7 +95,7 @@ describe('projection runtime', () => {
     const live = newProjector(infra);
     await live.start();
     const head = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     const before = await ledgerRows(infra.database.db);
 
     const progress: number[] = [];
@@ -104,7 +115,7 @@ describe('projection runtime', () => {
     // The live projector keeps going on the swapped-in tables.
     await appendEvents(5);
     const newHead = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(newHead));
+    await caughtUpTo(newHead);
     await live.stop();
     const rows = await ledgerRows(infra.database.db);
     expect(rows).to.have.length(newHead);
@@ -116,7 +127,7 @@ describe('projection runtime', () => {
     const live = newProjector(infra);
     await live.start();
     const head = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     await live.stop();
     const before = await ledgerRows(infra.database.db);
     const failAfter = Math.floor(head / 2);
@@ -151,7 +162,7 @@ describe('projection runtime', () => {
     await projector.start();
     await appendEvents(20);
     const before = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before));
+    await caughtUpTo(before);
 
     // Only one aggregate's events from here on: skipped for good if the projector took what it is given.
     const name = projectorConsumerName([ledgerProjection]);
@@ -167,11 +178,9 @@ describe('projection runtime', () => {
 
     const restarted = newProjector(infra);
     await restarted.start();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     await restarted.stop();
-    const rows = await ledgerRows(infra.database.db);
-    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
-    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    await expectEachEventAppliedOnce(head);
     expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
   });
 
@@ -180,7 +189,7 @@ describe('projection runtime', () => {
     await projector.start();
     await appendEvents(10);
     const before = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before));
+    await caughtUpTo(before);
     await projector.stop();
     const name = projectorConsumerName([ledgerProjection]);
     await infra.jsm.consumers.update(config.eventStream, name, { filter_subject: new ChainedAppender(infra).workspaceSubject('agg-5') });
@@ -190,11 +199,9 @@ describe('projection runtime', () => {
     const restarted = newProjector(infra);
     await restarted.start();
     // Kept as it was (nothing pending, floor at the checkpoint), it would deliver agg-5's events only and the batches would wait at the gap forever.
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     await restarted.stop();
-    const rows = await ledgerRows(infra.database.db);
-    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
-    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    await expectEachEventAppliedOnce(head);
   });
 
   it('given its consumer made to deliver headers only, while stopped or while running, then it parks nothing, makes the consumer again and applies every event exactly once', async () => {
@@ -203,7 +210,7 @@ describe('projection runtime', () => {
     await projector.start();
     await appendEvents(10);
     const first = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(first));
+    await caughtUpTo(first);
     await projector.stop();
 
     // While stopped: its start must not keep such a consumer.
@@ -212,18 +219,16 @@ describe('projection runtime', () => {
     const restarted = newProjector(infra);
     await restarted.start();
     const second = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(second));
+    await caughtUpTo(second);
 
     // While running: the empty bodies it is given must not be taken for inadmissible events.
     await infra.jsm.consumers.update(config.eventStream, name, { headers_only: true });
     await appendEvents(10);
     const head = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head));
+    await caughtUpTo(head);
     await restarted.stop();
 
-    const rows = await ledgerRows(infra.database.db);
-    expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
-    expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+    await expectEachEventAppliedOnce(head);
     expect(restarted.statuses().map((status) => status.parked)).to.deep.equal([0]);
     expect((await infra.jsm.consumers.info(config.eventStream, name)).config.headers_only ?? false).to.equal(false);
   });
@@ -237,7 +242,7 @@ describe('projection runtime', () => {
     await eventually(async () => expect(projector.currentStatus().stalled).to.equal(true));
     await sql`alter table ledger_offline rename to ledger`.execute(infra.database.db);
     const head = await infra.store.lastSequence();
-    await eventually(async () => expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head), 15_000);
+    await caughtUpTo(head, 15_000);
     expect(projector.currentStatus().stalled).to.equal(false);
     await projector.stop();
     const rows = await ledgerRows(infra.database.db);

@@ -1,4 +1,4 @@
-import { type KeyObject, createPublicKey, hkdfSync, sign } from 'node:crypto';
+import { createPublicKey, hkdfSync, sign, type KeyObject } from 'node:crypto';
 import { keyIdOf } from './signing-keys.ts';
 
 /** Signs bytes with the process's Ed25519 private key; the store calls it for every append. */
