@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ProjectorStatus } from '../../projections/runtime/projector.ts';
 import type { SealCounts } from '../../projections/runtime/admission-seals.ts';
+import { CopyRole } from '../../projections/runtime/leased-projector.ts';
 
 export interface MetricsSources {
   /** Status of the projectors this process runs (empty when it runs none). */
@@ -11,6 +12,8 @@ export interface MetricsSources {
   quarantined?(): Promise<ReadonlyMap<string, number>>;
   /** What this process's projectors did with admission seals (projections/runtime/admission-seals.ts). */
   seals?(): SealCounts | undefined;
+  /** This process's copy of the projectors role (projections/runtime/leased-projector.ts); undefined without the role. */
+  projectorCopy?(): { readonly role: CopyRole; readonly takeovers: number } | undefined;
 }
 
 /**
@@ -181,6 +184,26 @@ export class ServiceMetrics {
         if (!counts) return;
         this.reset();
         this.inc(counts.eventsFromSeals);
+      },
+    });
+    new Gauge({
+      name: 'projector_lease_held',
+      help: '1 while this copy of the projectors role holds the lease and projects, 0 while it stands by (absent without the role).',
+      registers,
+      collect() {
+        const copy = sources.projectorCopy?.();
+        this.reset();
+        if (copy && copy.role !== CopyRole.Stopped) this.set(copy.role === CopyRole.Active ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'projector_lease_takeovers_total',
+      help: 'Times this copy of the projectors role took the lease over after standing by (another copy died or lost its connection).',
+      registers,
+      collect() {
+        const copy = sources.projectorCopy?.();
+        this.reset();
+        if (copy) this.inc(copy.takeovers);
       },
     });
     new Gauge({

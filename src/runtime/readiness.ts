@@ -1,6 +1,6 @@
 import { pingDatabase } from '../db/database.ts';
 import type { ReadinessCheck } from '../http/health-routes.ts';
-import type { Projector } from '../../projections/runtime/projector.ts';
+import { CopyRole, type LeasedProjector } from '../../projections/runtime/leased-projector.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
@@ -16,12 +16,12 @@ export const READY_LAG_EVENTS = 1000;
  */
 export function readinessChecks(options: {
   infrastructure: Infrastructure;
-  /** The projectors of this process; read at each check, so it may fill after the checks are made. */
-  projectors: readonly Projector[];
+  /** This process's copy of the projectors role; read at each check, so it may come after the checks are made. */
+  projectorCopy: () => LeasedProjector | undefined;
   /** Whether this process has the projectors role. */
   runsProjectors: boolean;
 }): ReadinessCheck[] {
-  const { infrastructure, projectors, runsProjectors } = options;
+  const { infrastructure, projectorCopy, runsProjectors } = options;
   const checks: ReadinessCheck[] = [
     {
       name: 'nats',
@@ -56,16 +56,27 @@ export function readinessChecks(options: {
     checks.push({
       name: 'projections',
       check: async () => {
-        if (projectors.length === 0) return { ok: false, detail: 'the projectors are starting' };
+        const copy = projectorCopy();
+        if (!copy || copy.role === CopyRole.Stopped) return { ok: false, detail: 'the projectors are starting' };
         const head = await infrastructure.store.lastSequence();
-        const behind = projectors
-          .flatMap((p) => p.statuses())
+        // A standby judges the read models by the checkpoints the active copy writes.
+        const statuses =
+          copy.role === CopyRole.Active
+            ? copy.statuses()
+            : (await Promise.all(PROJECTIONS.map((projection) => readCheckpoint(infrastructure.database.db, projection.name)))).map((checkpoint, index) => ({
+                name: PROJECTIONS[index]!.name,
+                lastSeq: checkpoint?.lastSeq ?? 0,
+                stalled: false,
+                lastError: null,
+              }));
+        const behind = statuses
           .filter((s) => s.stalled || head - s.lastSeq > READY_LAG_EVENTS)
           .map((s) => (s.stalled ? `${s.name} stalled: ${s.lastError}` : `${s.name} at ${s.lastSeq} of ${head}`));
+        const standing = copy.role === CopyRole.Standby ? 'standby (another copy holds the projectors lease); ' : '';
         const parked = describeQuarantine(await countQuarantined(infrastructure.database.db));
         return behind.length === 0
-          ? { ok: true, detail: `caught up at ${head}${parked}` }
-          : { ok: false, detail: `${behind.join('; ')}${parked}` };
+          ? { ok: true, detail: `${standing}caught up at ${head}${parked}` }
+          : { ok: false, detail: `${standing}${behind.join('; ')}${parked}` };
       },
     });
   }

@@ -1,7 +1,10 @@
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
+import pg from 'pg';
 import { Projector } from '../../projections/runtime/projector.ts';
+import { LeasedProjector } from '../../projections/runtime/leased-projector.ts';
+import { ProjectorLease, projectorLeaseName } from '../../projections/runtime/projector-lease.ts';
 import { countQuarantined } from '../../projections/runtime/quarantine.ts';
 import { createHttpApp } from '../http/app.ts';
 import { HEALTH_PROBE_PATHS, isLoopback } from '../http/health-routes.ts';
@@ -46,7 +49,10 @@ export interface RunningService {
   readonly http: HttpServer | undefined;
   /** Health and metrics only, in a process without the http role. */
   readonly operations: HttpServer | undefined;
+  /** The projectors this process runs now: none without the role, or while another copy holds the lease. */
   readonly projectors: readonly Projector[];
+  /** This process's copy of the projectors role (active or standing by), with that role. */
+  readonly projectorCopy: LeasedProjector | undefined;
   readonly agentWorker: AgentWorker | undefined;
   readonly applyWorker: ApplyWorker | undefined;
   /** Stops accepting, finishes in-flight work, drains consumers and connections. */
@@ -79,10 +85,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   });
   const proposals = new ProposalService(commands, new ApprovalsAppliedChangeLookup(database.db), { platform });
 
-  const projectors: Projector[] = [];
+  let projectorCopy: LeasedProjector | undefined;
+  const projectors = (): Projector[] => (projectorCopy?.projector ? [projectorCopy.projector] : []);
   let seals: AdmissionSeals | undefined;
   const metrics = new ServiceMetrics({
-    projectors: () => projectors.flatMap((p) => p.statuses()),
+    projectors: () => projectorCopy?.statuses() ?? [],
+    projectorCopy: () => projectorCopy,
     seals: () => seals?.counts,
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),
@@ -91,7 +99,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   // its orchestrator's probes and Prometheus's scrapes: what it counts is in its /metrics alone.
   // Its port is taken before any consumer starts: a start that fails on it must not have picked
   // up work first.
-  const readiness = readinessChecks({ infrastructure, projectors, runsProjectors: config.roles.includes('projectors') });
+  const readiness = readinessChecks({ infrastructure, projectorCopy: () => projectorCopy, runsProjectors: config.roles.includes('projectors') });
   let operations: HttpServer | undefined;
   if (!config.roles.includes('http')) {
     const app = createHttpApp({
@@ -111,23 +119,30 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (config.roles.includes('projectors')) {
     // Blocks of the stream admitted before (by this process or another with the key) are believed from their seals.
     seals = admissionSealsOf(infrastructure, logger);
-    // One consumer and one admission of each batch for every projection, each in its own transaction.
-    const projector = new Projector({
-      db: database.db,
-      js,
-      jsm,
-      stream: config.eventStream,
-      filterSubject: subjects.all,
-      projections: PROJECTIONS,
-      admission: store.admission,
-      seals,
+    // One consumer and one admission of each batch for every projection, each in its own transaction,
+    // in the one copy of the role that holds the lease; other copies stand by (leased-projector.ts).
+    const copy = new LeasedProjector({
+      lease: new ProjectorLease({
+        connect: () => new pg.Client({ connectionString: config.databaseUrl, keepAlive: true, connectionTimeoutMillis: 5000 }),
+        name: projectorLeaseName(config.databaseSchema, config.eventStream),
+      }),
+      projector: () =>
+        new Projector({
+          db: database.db,
+          js,
+          jsm,
+          stream: config.eventStream,
+          filterSubject: subjects.all,
+          projections: PROJECTIONS,
+          admission: store.admission,
+          seals,
+          logger,
+        }),
       logger,
     });
-    await projector.start();
-    projectors.push(projector);
-    stopProjectors.push(async () => {
-      await Promise.all(projectors.map((p) => p.stop()));
-    });
+    await copy.start();
+    projectorCopy = copy;
+    stopProjectors.push(() => copy.stop());
   }
 
   let http: HttpServer | undefined;
@@ -277,7 +292,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     infrastructure,
     http,
     operations,
-    projectors,
+    get projectors() {
+      return projectors();
+    },
+    projectorCopy,
     agentWorker,
     applyWorker,
     stop: async () => {

@@ -10,7 +10,7 @@ function documentedMetrics(): Map<string, string[]> {
   const documented = new Map<string, string[]>();
   for (const match of bullet.matchAll(/`([a-z][a-z0-9_]*)(?:\{([a-z_,]*)\})?`/g)) {
     // Label values and words in backticks are not metric names: names have an underscore and a unit or kind at the end.
-    if (!/_(total|seconds|sequence|events|stalled)$/.test(match[1]!)) continue;
+    if (!/_(total|seconds|sequence|events|stalled|held)$/.test(match[1]!)) continue;
     // A later mention without labels (`… are in \`name\` too`) does not undo the labelled one.
     if (match[2] !== undefined || !documented.has(match[1]!)) documented.set(match[1]!, match[2] ? match[2].split(',') : []);
   }
