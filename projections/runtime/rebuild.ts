@@ -112,39 +112,77 @@ export interface FoldOptions {
   readonly seals?: AdmissionSeals;
 }
 
+/** One projection of a {@link foldProjectionsIntoSchema}, and how far to fold it. */
+export interface FoldTarget {
+  readonly projection: Projection;
+  readonly uptoSeq: number;
+}
+
+export interface FoldResult {
+  readonly applied: number;
+  readonly lastSeq: number;
+  readonly parked: number;
+}
+
 /**
  * Folds the event log from sequence 1 into fresh tables of a projection in `schema`, in
  * stream order, one transaction a batch, reading and admitting the next batch while the
- * transaction of the one before runs. Used by the rebuild (which then swaps them in) and by `audit verify` (which compares
- * them with the live tables).
+ * transaction of the one before runs. Used by the rebuild (which then swaps them in).
  */
-export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: number; lastSeq: number; parked: number }> {
-  const { db, store, schema, projection, filterSubject } = options;
+export async function foldIntoSchema(options: FoldOptions): Promise<FoldResult> {
+  const { projection, uptoSeq, ...rest } = options;
+  const folded = await foldProjectionsIntoSchema({ ...rest, targets: [{ projection, uptoSeq: uptoSeq ?? (await options.store.lastSequence()) }] });
+  return folded.get(projection.name)!;
+}
+
+/**
+ * Like {@link foldIntoSchema} for several projections at once, each up to its own sequence,
+ * over one read and one admission of the log: each batch is applied to every projection that
+ * still wants it, in a transaction of its own (side by side), and batches commit in stream
+ * order. `audit verify` folds every read model this way, where a fold per projection read and
+ * admitted the whole log once for each.
+ *
+ * @example
+ * const folded = await foldProjectionsIntoSchema({ db, store, schema: 'audit_shadow', filterSubject,
+ *   targets: [{ projection: runsProjection, uptoSeq: 1200 }, { projection: identityProjection, uptoSeq: 1180 }] });
+ * folded.get('runs'); // { applied, lastSeq, parked }
+ */
+export async function foldProjectionsIntoSchema(
+  options: Omit<FoldOptions, 'projection' | 'uptoSeq'> & { readonly targets: readonly FoldTarget[] },
+): Promise<Map<string, FoldResult>> {
+  const { db, store, schema, filterSubject, targets } = options;
   const batchSize = options.batchSize ?? FOLD_BATCH;
   await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
   await sql`create schema ${sql.id(schema)}`.execute(db);
-  await inSchema(db, schema, (trx) => createOwnedTables(trx, projection));
-  const target = options.uptoSeq ?? (await store.lastSequence());
-  let applied = 0;
-  let parked = 0;
-  let lastSeq = 0;
+  for (const { projection } of targets) await inSchema(db, schema, (trx) => createOwnedTables(trx, projection));
+  const target = Math.max(0, ...targets.map((t) => t.uptoSeq));
+  const results = new Map(targets.map((t) => [t.projection.name, { applied: 0, lastSeq: 0, parked: 0 }]));
   let batch: RawStoredMessage[] = [];
   const recorder = options.seals?.recorder();
   /** The admission of the newest batch: batches are admitted one after another, in stream order (the seal recorder needs them so). */
   let admitting: Promise<unknown> = Promise.resolve();
-  /** The transaction of the newest batch: each waits for the one before, so they commit in stream order. */
+  /** The transactions of the newest batch: each batch waits for the one before, so they commit in stream order. */
   let committing: Promise<void> = Promise.resolve();
   /** Batches read and not yet committed, oldest first. */
   const inFlight: Promise<void>[] = [];
-  const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
-    const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
-    const { parked: parkedNow } = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, entries, { ...isolating, unguarded })));
-    applied += messages.length - parkedNow.length;
-    parked += parkedNow.length;
-    lastSeq = messages[messages.length - 1]!.seq;
-    options.onProgress?.(lastSeq, target);
+  const isolating = { quarantineSchema: options.quarantineSchema, park: options.quarantineSchema !== undefined };
+  const applyTo = async ({ projection, uptoSeq }: FoldTarget, messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
+    // The batch's messages up to the target's sequence: all of them but in the target's last batch.
+    let wanted = messages.length;
+    while (wanted > 0 && messages[wanted - 1]!.seq > uptoSeq) wanted--;
+    if (wanted === 0) return;
+    const part = wanted === entries.length ? entries : entries.slice(0, wanted);
+    const { parked } = await unguardedThenGuarded((unguarded) => inSchema(db, schema, (trx) => applyIsolating(trx, projection, part, { ...isolating, unguarded })));
+    const result = results.get(projection.name)!;
+    result.applied += wanted - parked.length;
+    result.parked += parked.length;
+    result.lastSeq = messages[wanted - 1]!.seq;
   };
-  // Reading, admitting and committing overlap: while a batch's transaction runs, the next
+  const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
+    await Promise.all(targets.map((t) => applyTo(t, messages, entries)));
+    options.onProgress?.(messages[messages.length - 1]!.seq, target);
+  };
+  // Reading, admitting and committing overlap: while a batch's transactions run, the next
   // batch is admitted (its seals looked up in Postgres) and the one after it read, instead
   // of the reader waiting for every commit.
   const flush = async () => {
@@ -170,7 +208,7 @@ export async function foldIntoSchema(options: FoldOptions): Promise<{ applied: n
   }
   await flush();
   await committing;
-  return { applied, lastSeq, parked };
+  return results;
 }
 
 /**

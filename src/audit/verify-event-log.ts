@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { foldIntoSchema } from '../../projections/runtime/rebuild.ts';
+import { foldProjectionsIntoSchema } from '../../projections/runtime/rebuild.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
 import type { Database } from '../db/schema.ts';
 import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
@@ -212,55 +212,62 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
 
   const checked: string[] = [];
   if (options.readModels && !options.accountId && fromSeq === 1) {
-    for (const projection of options.readModels.projections) {
-      const mismatch = await compareReadModel(options.readModels.db, options.readModels.schema, store, subjects, projection, options.onProgress);
-      checked.push(projection.name);
-      if (mismatch) return report(mismatch, checked);
-    }
+    const { db, schema, projections } = options.readModels;
+    const mismatch = await compareReadModels(db, schema, store, subjects, projections, options.onProgress);
+    checked.push(...projections.slice(0, mismatch ? mismatch.index + 1 : projections.length).map((projection) => projection.name));
+    if (mismatch) return report(mismatch.discrepancy, checked);
   }
   return report(null, checked);
 }
 
 /**
- * Folds the log into fresh tables up to the live projection's checkpoint (read in the same
- * snapshot as the live rows) and compares both, row by row.
+ * Folds the log into fresh tables, each projection up to its live checkpoint (all read in one
+ * snapshot with the live rows), in one read and one admission of the log, and compares them
+ * with the live tables row by row, projection by projection.
+ * @returns the first projection (in the given order) whose rows differ, with how
  */
-async function compareReadModel(
+async function compareReadModels(
   db: Kysely<Database>,
   schema: string,
   store: EventStore,
   subjects: Subjects,
-  projection: Projection,
+  projections: readonly Projection[],
   onProgress: VerifyOptions['onProgress'],
-): Promise<Discrepancy | null> {
-  const { checkpoint, live } = await db
+): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
+  const snapshot = await db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {
-      const row = await trx.selectFrom('projection_checkpoints').select('last_seq').where('projection', '=', projection.name).executeTakeFirst();
-      const tables: Record<string, string[]> = {};
-      for (const table of projection.tables) tables[table] = await dumpTable(trx, schema, table);
-      return { checkpoint: row?.last_seq ?? 0, live: tables };
+      const taken: { checkpoint: number; live: Record<string, string[]> }[] = [];
+      for (const projection of projections) {
+        const row = await trx.selectFrom('projection_checkpoints').select('last_seq').where('projection', '=', projection.name).executeTakeFirst();
+        const live: Record<string, string[]> = {};
+        for (const table of projection.tables) live[table] = await dumpTable(trx, schema, table);
+        taken.push({ checkpoint: row?.last_seq ?? 0, live });
+      }
+      return taken;
     });
   const shadow = `${schema}_verify`;
   try {
-    await foldIntoSchema({
+    await foldProjectionsIntoSchema({
       db,
       store,
       schema: shadow,
       filterSubject: subjects.all,
-      projection,
-      uptoSeq: checkpoint,
-      onProgress: (seq, target) => onProgress?.(`fold ${projection.name}`, seq, target),
+      targets: projections.map((projection, index) => ({ projection, uptoSeq: snapshot[index]!.checkpoint })),
+      onProgress: (seq, target) => onProgress?.('fold read models', seq, target),
     });
-    for (const table of projection.tables) {
-      const fresh = await dumpTable(db, shadow, table);
-      const liveRows = live[table]!;
-      // Multiset difference in linear time: rows are canonical JSON strings.
-      const onlyLive = multisetMinus(liveRows, fresh);
-      const onlyFresh = multisetMinus(fresh, liveRows);
-      if (onlyLive.length > 0 || onlyFresh.length > 0) {
-        return describeMismatch(projection.name, table, checkpoint, onlyLive, onlyFresh);
+    for (const [index, projection] of projections.entries()) {
+      const { checkpoint, live } = snapshot[index]!;
+      for (const table of projection.tables) {
+        const fresh = await dumpTable(db, shadow, table);
+        const liveRows = live[table]!;
+        // Multiset difference in linear time: rows are canonical JSON strings.
+        const onlyLive = multisetMinus(liveRows, fresh);
+        const onlyFresh = multisetMinus(fresh, liveRows);
+        if (onlyLive.length > 0 || onlyFresh.length > 0) {
+          return { index, discrepancy: describeMismatch(projection.name, table, checkpoint, onlyLive, onlyFresh) };
+        }
       }
     }
     return null;
