@@ -60,7 +60,19 @@ export interface ProjectorOptions {
    * every event is admitted in full.
    */
   readonly seals?: AdmissionSeals;
+  /**
+   * How long no projection may move while the stream holds events past them before the
+   * projector makes its consumer again (default {@link DELIVERY_STALL_MS}; see
+   * Projector.checkDeliveries).
+   */
+  readonly deliveryStallMs?: number;
 }
+
+/**
+ * See {@link ProjectorOptions.deliveryStallMs}: half the consumer's ack wait, so a batch the
+ * server would deliver again anyway is not what sets it off, and far longer than a batch takes.
+ */
+export const DELIVERY_STALL_MS = 15_000;
 
 /** Events a projector takes at most in one batch unless told otherwise ({@link ProjectorOptions.batchSize}). */
 export const DEFAULT_BATCH_SIZE = 2000;
@@ -200,6 +212,14 @@ export class Projector {
   private restarts = 0;
   /** The consumer delivered a message without its body: the next subscription makes it afresh. */
   private headersOnly = false;
+  /** The next subscription deletes the consumer and makes it again from the checkpoint, whatever its config. */
+  private remakeConsumer = false;
+  /** When a projection last moved, or the projector was last seen caught up (performance.now()). */
+  private progressAt = 0;
+  private deliveryWatch: NodeJS.Timeout | undefined;
+  private checkingDeliveries = false;
+  /** Times the consumer delivered nothing past the checkpoints for too long and was made again. */
+  private stalledDeliveries = 0;
 
   private readonly options: ProjectorOptions;
 
@@ -250,6 +270,52 @@ export class Projector {
     await this.subscribe(this.resumeAfter());
     this.running = true;
     this.loop = this.run();
+    this.progressAt = performance.now();
+    const stallMs = this.options.deliveryStallMs ?? DELIVERY_STALL_MS;
+    this.deliveryWatch = setInterval(() => void this.checkDeliveries(stallMs), Math.max(50, stallMs / 3));
+    this.deliveryWatch.unref();
+  }
+
+  /** Times the consumer was made again because it delivered nothing past the checkpoints (see checkDeliveries). */
+  get deliveryStalls(): number {
+    return this.stalledDeliveries;
+  }
+
+  /**
+   * The stream holds only what the projector's filter covers (src/event-store/stream-setup.ts)
+   * and nothing is ever deleted from it, so while no projection moved for `stallMs`, failed
+   * or not, the stream's last sequence past the checkpoints means the consumer is not
+   * delivering what it should: its filter narrowed on the server (a batch then waits at the
+   * gap forever) or filtered to nothing, or a consumer wedged some other way. The subscription
+   * is made again with a consumer made afresh from the checkpoint, instead of the projection
+   * waiting for the process's next start. A projection failing to apply (Postgres down) is
+   * not a delivery fault: it retries by itself and is not counted.
+   */
+  private async checkDeliveries(stallMs: number): Promise<void> {
+    if (!this.running || this.checkingDeliveries || performance.now() - this.progressAt < stallMs) return;
+    if (this.lanes.some((lane) => lane.status.stalled)) return;
+    this.checkingDeliveries = true;
+    try {
+      const { jsm, stream, logger } = this.options;
+      const head = (await jsm.streams.info(stream)).state.last_seq;
+      const checkpoint = this.resumeAfter();
+      if (head <= checkpoint || !this.running) {
+        this.progressAt = performance.now();
+        return;
+      }
+      this.stalledDeliveries++;
+      logger.error(
+        { projection: this.lanes.map((lane) => lane.projection.name).join(','), checkpoint, stream_last_seq: head, stalled_ms: Math.round(performance.now() - this.progressAt) },
+        'projector consumer delivered nothing past the checkpoint while the stream holds more (changed on the server?); making it again',
+      );
+      this.progressAt = performance.now();
+      this.remakeConsumer = true;
+      this.messages?.stop();
+    } catch (error) {
+      this.options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'projector could not read the stream head to check its deliveries; it looks again');
+    } finally {
+      this.checkingDeliveries = false;
+    }
   }
 
   /** The consumer starts after the checkpoint of the projection furthest behind; the others skip what they have. */
@@ -273,7 +339,8 @@ export class Projector {
   }
 
   private async subscribe(checkpoint: number): Promise<void> {
-    await this.ensureConsumer(checkpoint);
+    await this.ensureConsumer(checkpoint, this.remakeConsumer);
+    this.remakeConsumer = false;
     this.headersOnly = false;
     const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
     const messages: ConsumerMessages = await consumer.consume({
@@ -343,6 +410,7 @@ export class Projector {
   /** Stops fetching, finishes the batch in hand, and leaves unacknowledged events for the next start. */
   async stop(): Promise<void> {
     this.running = false;
+    clearInterval(this.deliveryWatch);
     const messages = this.messages;
     this.messages = undefined;
     this.wake?.();
@@ -390,7 +458,7 @@ export class Projector {
    * the floor is past the checkpoint (tables were rebuilt, or the database restored) or
    * deliveries are outstanding, the consumer is recreated from checkpoint + 1.
    */
-  private async ensureConsumer(checkpoint: number): Promise<void> {
+  private async ensureConsumer(checkpoint: number, remake = false): Promise<void> {
     const { jsm, stream, filterSubject } = this.options;
     try {
       const info = await jsm.consumers.info(stream, this.consumerName);
@@ -401,6 +469,7 @@ export class Projector {
       // narrowed filter would leave events out: the batches then stop at the first missing
       // sequence, see entriesAfter, until this start makes the consumer again).
       const kept =
+        !remake &&
         info.config.ack_policy === AckPolicy.All &&
         info.config.filter_subject === filterSubject &&
         !info.config.headers_only &&
@@ -671,6 +740,7 @@ export class Projector {
       );
     }
     lane.status = { ...lane.status, lastSeq: result.lastSeq, parked: lane.status.parked + result.parked.length };
+    this.progressAt = performance.now();
   }
 }
 

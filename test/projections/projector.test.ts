@@ -157,31 +157,74 @@ describe('projection runtime', () => {
     expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(head);
   });
 
-  it('given its consumer\'s filter narrowed on the server (a stolen service password), then it applies nothing past the first missing sequence, and its next start makes the consumer again and applies every event exactly once', async () => {
-    const projector = newProjector(infra);
+  /**
+   * Changes the running projector's consumer filter on the server (what a stolen service password
+   * can do), appends 30 events, and checks that nothing past the first missing sequence is applied
+   * until the projector has seen no progress for its delivery stall time; then that it makes the
+   * consumer again by itself, without a restart, and applies every event exactly once.
+   */
+  const expectRepairedWithoutRestart = async (filter: string) => {
+    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 1500 });
     await projector.start();
-    await appendEvents(20);
-    const before = await infra.store.lastSequence();
-    await caughtUpTo(before);
+    try {
+      await appendEvents(20);
+      const before = await infra.store.lastSequence();
+      await caughtUpTo(before);
+      const name = projectorConsumerName([ledgerProjection]);
+      await infra.jsm.consumers.update(config.eventStream, name, { filter_subject: filter });
+      await appendEvents(30);
+      const head = await infra.store.lastSequence();
+      // The events the filter lets through arrive, but the ones before them never do: the batches stop at the gap.
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before);
+      expect((await ledgerRows(infra.database.db)).map((r) => r.seq)).to.deep.equal(Array.from({ length: before }, (_, i) => i + 1));
+      expect(projector.deliveryStalls).to.equal(0);
+      await caughtUpTo(head, 10_000);
+      expect(projector.deliveryStalls).to.equal(1);
+      await expectEachEventAppliedOnce(head);
+      expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
+    } finally {
+      await projector.stop();
+    }
+  };
 
-    // Only one aggregate's events from here on: skipped for good if the projector took what it is given.
-    const name = projectorConsumerName([ledgerProjection]);
-    const narrowed = new ChainedAppender(infra).workspaceSubject('agg-3');
-    await infra.jsm.consumers.update(config.eventStream, name, { filter_subject: narrowed });
-    await appendEvents(30);
+  it('given its consumer\'s filter narrowed on the server while it runs (a stolen service password), then it applies nothing past the first missing sequence, and once nothing moved for its delivery stall time it makes the consumer again and applies every event exactly once, without a restart', async () => {
+    await expectRepairedWithoutRestart(new ChainedAppender(infra).workspaceSubject('agg-3'));
+  });
+
+  it('given its consumer filtered to nothing while it runs, then it makes the consumer again by itself and applies every event exactly once', async () => {
+    await expectRepairedWithoutRestart(`${infra.subjects.prefix}.nothing.>`);
+  });
+
+  it('given it catches up for longer than its delivery stall time, then its moving checkpoint keeps it from making the consumer again', async () => {
+    await appendEvents(200);
     const head = await infra.store.lastSequence();
-    // agg-3's events arrive, but the ones before them never do: the batches stop at the gap (as while another copy holds them).
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before);
-    expect((await ledgerRows(infra.database.db)).map((r) => r.seq)).to.deep.equal(Array.from({ length: before }, (_, i) => i + 1));
-    await projector.stop();
+    await sql`delete from projection_checkpoints where projection = 'ledger'`.execute(infra.database.db);
+    // 10 events a batch and 60 ms after each: about 1.2 s for 200 events, four times the stall time.
+    const projector = ledgerProjector(infra, { batchSize: 10, deliveryStallMs: 300, afterCommit: () => new Promise((resolve) => setTimeout(resolve, 60)) });
+    await projector.start();
+    try {
+      await caughtUpTo(head, 20_000);
+      expect(projector.deliveryStalls).to.equal(0);
+      expect(projector.subscriptionRestarts).to.equal(0);
+      await expectEachEventAppliedOnce(head);
+    } finally {
+      await projector.stop();
+    }
+  });
 
-    const restarted = newProjector(infra);
-    await restarted.start();
-    await caughtUpTo(head);
-    await restarted.stop();
-    await expectEachEventAppliedOnce(head);
-    expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
+  it('given it is caught up and nothing is appended, then it never makes its consumer again', async () => {
+    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 200 });
+    await projector.start();
+    try {
+      await appendEvents(5);
+      await caughtUpTo(await infra.store.lastSequence());
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(projector.deliveryStalls).to.equal(0);
+      expect(projector.subscriptionRestarts).to.equal(0);
+    } finally {
+      await projector.stop();
+    }
   });
 
   it('given its consumer\'s filter narrowed while it was stopped, then its start makes the consumer again and applies every event exactly once', async () => {

@@ -45,7 +45,7 @@ export async function ledgerRows(db: Kysely<any>): Promise<{ event_id: string; s
 /** A projector of the ledger projection on an infrastructure's stream (not started). */
 export function ledgerProjector(
   infra: Infrastructure,
-  options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void; seals?: AdmissionSeals; lingerMs?: number } = {},
+  options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void; seals?: AdmissionSeals; lingerMs?: number; deliveryStallMs?: number } = {},
 ): Projector {
   return new Projector({
     db: infra.database.db,
@@ -60,5 +60,6 @@ export function ledgerProjector(
     admission: options.seals ? infra.store.admission : undefined,
     seals: options.seals,
     lingerMs: options.lingerMs,
+    deliveryStallMs: options.deliveryStallMs,
   });
 }
