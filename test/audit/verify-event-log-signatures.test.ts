@@ -4,6 +4,7 @@ import { v4 as uuidv4 } from 'uuid';
 import { verifyEventLog, type VerifyReport } from '../../src/audit/verify-event-log.ts';
 import type { EventEnvelope } from '../../src/events/envelope.ts';
 import { sealEvent } from '../../src/events/event-hash.ts';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
 import { EventSigner } from '../../src/events/signing/event-signer.ts';
 import { EventVerifier } from '../../src/events/signing/event-verifier.ts';
 import { knownKeys } from '../../src/events/signing/signing-keys.ts';
@@ -32,23 +33,54 @@ function withForgedSignature(event: EventEnvelope): EventEnvelope {
   return { ...event, signature: forged.signature };
 }
 
+/** One run's chain: `legacy` unsigned events from before signing, then `signed` ones signed by the service's key. */
+function legacyThenSigned(legacy: number, signed: number): EventEnvelope[] {
+  let prev = GENESIS_HASH;
+  return runChain(legacy + signed).map((event, index) => {
+    const { signature: _signature, key_id: _keyId, hash: _hash, prev_hash: _prev, ...unsealed } = event;
+    const sealed = sealEvent(unsealed as never, prev, index < legacy ? undefined : signer);
+    prev = sealed.hash;
+    return sealed;
+  });
+}
+
 describe('audit verify: signatures checked in the thread pool, discrepancies reported in stream order', function () {
   this.timeout(60_000);
 
-  async function auditOf(events: readonly EventEnvelope[]): Promise<VerifyReport> {
+  async function auditOf(events: readonly EventEnvelope[], activation: { firstSignedSeq: number; keyId: string } | null = { firstSignedSeq: 1, keyId: signer.keyId }): Promise<VerifyReport> {
     const config = isolatedConfig('auditsig');
     const infra: Infrastructure = await openInfrastructure(config, 'test-audit-signatures');
     try {
       for (const event of events) {
         await infra.js.publish(infra.subjects.forAggregate({ workspaceId: WORKSPACE, accountId: 'acc', aggregate: event.aggregate }), JSON.stringify(event));
       }
-      const verifier = new EventVerifier(knownKeys(signer.publicKey, []), { firstSignedSeq: 1, keyId: signer.keyId }, { rememberVerified: false });
+      const verifier = new EventVerifier(knownKeys(signer.publicKey, []), activation, { rememberVerified: false });
       return await verifyEventLog({ store: infra.store, subjects: infra.subjects, verifier });
     } finally {
       await infra.close();
       await dropIsolated(config);
     }
   }
+
+  it('given legacy events, then a forged first signature and no activation record (an offline audit), then it reports the forgery and names no key for the legacy events', async () => {
+    // The first signed event forged, under the service's key id.
+    const events = legacyThenSigned(5, 3);
+    events[5] = withForgedSignature(events[5]!);
+
+    const report = await auditOf(events, null);
+
+    expect(report.discrepancy).to.include({ kind: 'bad_signature', seq: 6 });
+    expect(report).to.include({ legacyEvents: 5, signedEvents: 0, legacyBeforeKeyId: null });
+  });
+
+  it('given legacy events, then genuine signed ones and no activation record, then the legacy events are named as before the first signing key', async () => {
+    const events = legacyThenSigned(5, 3);
+
+    const report = await auditOf(events, null);
+
+    expect(report.discrepancy).to.equal(null);
+    expect(report).to.include({ legacyEvents: 5, signedEvents: 3, legacyBeforeKeyId: signer.keyId });
+  });
 
   it('given 300 genuine events, then every signature is counted valid and nothing is reported', async () => {
     const report = await auditOf(runChain(300));

@@ -153,8 +153,9 @@ export class EventVerifier implements EventAuthenticityCheck {
    * malformed, an unknown key) is decided at once, as a rejected promise.
    *
    * Without an activation point, the first signed event becomes it now, before its signature
-   * is known to verify: meant for a reader that settles the verdicts in stream order and stops
-   * at the first refusal, which then never reaches an event judged on a forged activation.
+   * is known to verify (and stops being it when the signature does not): meant for a reader
+   * that settles the verdicts in stream order and stops at the first refusal, which then never
+   * reaches an event judged on a forged activation.
    *
    * @example
    * const checks = events.map(({ event, subject, seq }) => verifier.verdictOffThread(event, subject, seq));
@@ -168,14 +169,20 @@ export class EventVerifier implements EventAuthenticityCheck {
       return Promise.reject(error);
     }
     if (claim.kind === 'legacy') return Promise.resolve(claim);
-    this.activationPoint ??= { firstSignedSeq: seq, keyId: claim.keyId };
+    // Taken now, before the signature is known to verify; given back if it does not, so that a
+    // forged first signature leaves no activation point (and no key) behind in the report.
+    const assumed = this.activationPoint === null ? { firstSignedSeq: seq, keyId: claim.keyId } : null;
+    if (assumed) this.activationPoint = assumed;
     const signed: Verdict = { kind: 'signed', keyId: claim.keyId };
     if (claim.remembered) return Promise.resolve(signed);
     this.verifications++;
     const known = claim;
     return new Promise((resolve, reject) => {
       verify(null, known.bytes, known.publicKey, Buffer.from(known.signature, 'base64url'), (error, valid) => {
-        if (error || !valid) return reject(forgedOrAltered(known, seq, subject));
+        if (error || !valid) {
+          if (assumed && this.activationPoint === assumed) this.activationPoint = null;
+          return reject(forgedOrAltered(known, seq, subject));
+        }
         this.remember(known.cacheKey, known.digest);
         resolve(signed);
       });
