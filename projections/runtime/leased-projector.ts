@@ -42,6 +42,7 @@ export class LeasedProjector {
   private state: CopyRole = CopyRole.Stopped;
   private running = false;
   private supervising: Promise<void> | undefined;
+  private starting: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private takeoverCount = 0;
 
@@ -76,17 +77,13 @@ export class LeasedProjector {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    if (await this.options.lease.tryTake()) {
-      try {
-        await this.activate();
-      } catch (error) {
-        this.running = false;
-        await this.options.lease.release();
-        throw error;
-      }
-    } else {
-      this.state = CopyRole.Standby;
-      this.options.logger.info({}, 'another copy of the projectors role holds the lease; this one stands by');
+    this.starting = this.takeOrStandBy();
+    try {
+      await this.starting;
+    } catch (error) {
+      this.running = false;
+      await this.options.lease.release();
+      throw error;
     }
     this.supervising = this.supervise();
   }
@@ -96,11 +93,32 @@ export class LeasedProjector {
     if (!this.running) return;
     this.running = false;
     this.wake?.();
+    // A stop during start() waits for it: the projector it may be starting is stopped below.
+    await this.starting?.catch(() => undefined);
     await this.supervising;
-    await this.current?.stop();
-    this.current = undefined;
+    await this.stopProjector();
     await this.options.lease.release();
     this.state = CopyRole.Stopped;
+  }
+
+  private async takeOrStandBy(): Promise<void> {
+    if (await this.options.lease.tryTake()) {
+      await this.activate();
+    } else {
+      this.state = CopyRole.Standby;
+      this.options.logger.info({}, 'another copy of the projectors role holds the lease; this one stands by');
+    }
+  }
+
+  /** Stops the projector this copy runs, if any; a failing stop is logged, never the end of the copy. */
+  private async stopProjector(): Promise<void> {
+    const projector = this.current;
+    this.current = undefined;
+    try {
+      await projector?.stop();
+    } catch (error) {
+      this.options.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'the projectors of this copy did not stop cleanly');
+    }
   }
 
   private async activate(): Promise<void> {
@@ -117,10 +135,8 @@ export class LeasedProjector {
         const lost = await Promise.race([lease.lost(), this.untilWoken()]);
         if (!this.running || lost === undefined) continue;
         logger.error({ err: lost.message }, 'this copy lost the projectors lease; it stops projecting and stands by');
-        const projector = this.current;
-        this.current = undefined;
         this.state = CopyRole.Standby;
-        await projector?.stop();
+        await this.stopProjector();
         continue;
       }
       await Promise.race([sleep(this.options.pollMs ?? STANDBY_POLL_MS), this.untilWoken()]);

@@ -74,7 +74,12 @@ export class ProjectorLease {
     const client = await this.connection();
     let taken: boolean;
     try {
-      const { rows } = await client.query<{ taken: boolean }>('select pg_try_advisory_lock(hashtextextended($1, 0)) as taken', [this.options.name]);
+      const { rows } = await client.query<{ taken: boolean }>({
+        text: 'select pg_try_advisory_lock(hashtextextended($1, 0)) as taken',
+        values: [this.options.name],
+        // A connection gone half-open would hold a standby in this query for many minutes.
+        query_timeout: this.heartbeatMs,
+      } as pg.QueryConfig);
       taken = rows[0]?.taken === true;
     } catch (error) {
       await this.dropConnection();
@@ -101,14 +106,30 @@ export class ProjectorLease {
     await this.dropConnection();
   }
 
+  private get heartbeatMs(): number {
+    return this.options.heartbeatMs ?? LEASE_HEARTBEAT_MS;
+  }
+
   private async connection(): Promise<pg.Client> {
     if (this.client) return this.client;
     const client = this.options.connect();
-    // A session that dies emits 'error'; unheard, that ends the process.
-    client.on('error', (error) => this.lose(`its connection failed (${error.message})`, error));
-    client.on('end', () => this.lose('its connection ended'));
+    // A session that dies emits 'error'; unheard, that ends the process. Only the current
+    // connection speaks for the lease: an old one ending late (a half-open socket closed
+    // minutes after it was given up) must not take down the session that holds it now.
+    client.on('error', (error) => {
+      if (this.client === client) this.lose(`its connection failed (${error.message})`, error);
+    });
+    client.on('end', () => {
+      if (this.client === client) this.lose('its connection ended');
+    });
     try {
       await client.connect();
+      // Postgres keeps the session of a host that died or was cut off (and its lock) until TCP
+      // gives up, hours on Linux's defaults. The holder's heartbeat keeps its session busy every
+      // heartbeatMs, a standby's tries every second or so: a session idle for three heartbeats
+      // belongs to a copy that is gone, and Postgres ends it, which releases the lease.
+      // idle_session_timeout is Postgres 14 or later; an older server keeps the TCP behaviour.
+      await client.query(`set idle_session_timeout = ${Math.ceil(this.heartbeatMs * 3)}`).catch(() => undefined);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;
@@ -122,13 +143,13 @@ export class ProjectorLease {
     let resolve!: (error: ProjectorLeaseLostError) => void;
     const promise = new Promise<ProjectorLeaseLostError>((settle) => (resolve = settle));
     this.loss = { promise, resolve };
-    const every = this.options.heartbeatMs ?? LEASE_HEARTBEAT_MS;
+    const every = this.heartbeatMs;
     // A connection can die without a word (a half-open TCP connection after a network fault):
     // a query that does not come back within the interval counts as a lost session.
     this.heartbeat = setInterval(() => {
       // query_timeout is pg's own per-query read timeout; its types leave it out.
       client.query({ text: 'select 1', query_timeout: every } as pg.QueryConfig).catch((error: unknown) => {
-        this.lose(`its session did not answer within ${every} ms`, error);
+        if (this.client === client) this.lose(`its session did not answer within ${every} ms`, error);
       });
     }, every);
     this.heartbeat.unref();

@@ -218,6 +218,10 @@ export class Projector {
   private progressAt = 0;
   private deliveryWatch: NodeJS.Timeout | undefined;
   private checkingDeliveries = false;
+  /** The first look of checkDeliveries found no progress: when, and the stream's last sequence then. */
+  private deliverySuspect: { readonly at: number; readonly head: number } | undefined;
+  /** When the transactions of the batch in hand began (performance.now()); 0 while none run. */
+  private applyingSince = 0;
   /** Times the consumer delivered nothing past the checkpoints for too long and was made again. */
   private stalledDeliveries = 0;
 
@@ -283,29 +287,50 @@ export class Projector {
 
   /**
    * The stream holds only what the projector's filter covers (src/event-store/stream-setup.ts)
-   * and nothing is ever deleted from it, so while no projection moved for `stallMs`, failed
-   * or not, the stream's last sequence past the checkpoints means the consumer is not
+   * and nothing is ever deleted from it, so events the stream held a stall time ago and no
+   * projection has reached since, with no projection moving meanwhile, mean the consumer is not
    * delivering what it should: its filter narrowed on the server (a batch then waits at the
    * gap forever) or filtered to nothing, or a consumer wedged some other way. The subscription
-   * is made again with a consumer made afresh from the checkpoint, instead of the projection
-   * waiting for the process's next start. A projection failing to apply (Postgres down) is
-   * not a delivery fault: it retries by itself and is not counted.
+   * is then made again with a consumer made afresh from the checkpoint, instead of the
+   * projection waiting for the process's next start.
+   *
+   * Two looks a stall time apart: the first, once nothing moved for `stallMs`, notes the
+   * stream's last sequence; the second judges by it. So events appended just before a look, or
+   * not yet pulled again after a NATS outage, are given a whole stall time to arrive. A batch
+   * whose transactions were already under way at the first look, or a projection failing to
+   * apply (Postgres down or hanging), is not a delivery fault: it retries by itself and is not
+   * counted.
    */
   private async checkDeliveries(stallMs: number): Promise<void> {
-    if (!this.running || this.checkingDeliveries || performance.now() - this.progressAt < stallMs) return;
-    if (this.lanes.some((lane) => lane.status.stalled)) return;
+    if (!this.running || this.checkingDeliveries) return;
+    const now = performance.now();
+    const suspect = this.deliverySuspect;
+    if (now - this.progressAt < stallMs || this.lanes.some((lane) => lane.status.stalled)) {
+      this.deliverySuspect = undefined;
+      return;
+    }
+    if (suspect && (this.progressAt > suspect.at || (this.applyingSince !== 0 && this.applyingSince <= suspect.at))) {
+      this.deliverySuspect = undefined;
+      return;
+    }
+    if (suspect && now - suspect.at < stallMs) return;
     this.checkingDeliveries = true;
     try {
-      const { jsm, stream, logger } = this.options;
-      const head = (await jsm.streams.info(stream)).state.last_seq;
-      const checkpoint = this.resumeAfter();
-      if (head <= checkpoint || !this.running) {
-        this.progressAt = performance.now();
+      if (!suspect) {
+        this.deliverySuspect = { at: now, head: (await this.options.jsm.streams.info(this.options.stream)).state.last_seq };
         return;
       }
+      this.deliverySuspect = undefined;
+      const checkpoint = this.resumeAfter();
+      if (checkpoint >= suspect.head || !this.running) return;
       this.stalledDeliveries++;
-      logger.error(
-        { projection: this.lanes.map((lane) => lane.projection.name).join(','), checkpoint, stream_last_seq: head, stalled_ms: Math.round(performance.now() - this.progressAt) },
+      this.options.logger.error(
+        {
+          projection: this.lanes.map((lane) => lane.projection.name).join(','),
+          checkpoint,
+          stream_last_seq: suspect.head,
+          stalled_ms: Math.round(now - this.progressAt),
+        },
         'projector consumer delivered nothing past the checkpoint while the stream holds more (changed on the server?); making it again',
       );
       this.progressAt = performance.now();
@@ -591,10 +616,12 @@ export class Projector {
         pending = [...this.lanes];
       }
       const current = batch;
+      this.applyingSince = performance.now();
       const applying = Promise.allSettled(pending.map((lane) => this.applyBatch(lane, current)));
       // The next batch is admitted while this one's transactions wait on Postgres.
       next ??= this.takeBatch();
       const outcomes = await applying;
+      this.applyingSince = 0;
       const failed = pending.filter((_, index) => outcomes[index]!.status === 'rejected');
       const errors = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as unknown] : []));
       if (failed.length === 0) {

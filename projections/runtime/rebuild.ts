@@ -179,7 +179,10 @@ export async function foldProjectionsIntoSchema(
     result.lastSeq = messages[wanted - 1]!.seq;
   };
   const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
-    await Promise.all(targets.map((t) => applyTo(t, messages, entries)));
+    // Every transaction of the batch ends before a failure is the fold's: the caller drops the schema next.
+    const outcomes = await Promise.allSettled(targets.map((t) => applyTo(t, messages, entries)));
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
     options.onProgress?.(messages[messages.length - 1]!.seq, target);
   };
   // Reading, admitting and committing overlap: while a batch's transactions run, the next

@@ -137,6 +137,8 @@ export class ServiceMetrics {
       labelNames: ['projection'],
       registers,
       collect() {
+        // Reset first: a copy that went from active to standby reports no projector, not its last values.
+        this.reset();
         for (const status of sources.projectors()) this.set({ projection: status.name }, status.lastSeq);
       },
     });
@@ -146,6 +148,7 @@ export class ServiceMetrics {
       labelNames: ['projection'],
       registers,
       collect() {
+        this.reset();
         for (const status of sources.projectors()) this.set({ projection: status.name }, status.stalled ? 1 : 0);
       },
     });
@@ -213,6 +216,7 @@ export class ServiceMetrics {
       registers,
       async collect() {
         const statuses = sources.projectors();
+        this.reset();
         if (statuses.length === 0) return;
         const head = await sources.streamHead();
         for (const status of statuses) this.set({ projection: status.name }, Math.max(0, head - status.lastSeq));

@@ -82,6 +82,23 @@ describe('audit verify: signatures checked in the thread pool, discrepancies rep
     expect(report).to.include({ legacyEvents: 5, signedEvents: 3, legacyBeforeKeyId: signer.keyId });
   });
 
+  it('given no activation record and a forged first signature, then a genuine signature checked after it failed is not taken as the activation point either', async () => {
+    // What the audit's reader may do: it reads on while checks run, and begins later checks after the first one failed.
+    const events = legacyThenSigned(5, 3);
+    events[5] = withForgedSignature(events[5]!);
+    const verifier = new EventVerifier(knownKeys(signer.publicKey, []), null, { rememberVerified: false });
+    const subject = 'any';
+    const forged = verifier.verdictOffThread(events[5]!, subject, 6);
+    expect(verifier.activation).to.deep.equal({ firstSignedSeq: 6, keyId: signer.keyId });
+    await forged.then(
+      () => expect.fail('the forged signature verified'),
+      (error: Error) => expect(error.message).to.include('does not verify'),
+    );
+    expect(verifier.activation).to.equal(null);
+    expect(await verifier.verdictOffThread(events[6]!, subject, 7)).to.deep.equal({ kind: 'signed', keyId: signer.keyId });
+    expect(verifier.activation).to.equal(null);
+  });
+
   it('given 300 genuine events, then every signature is counted valid and nothing is reported', async () => {
     const report = await auditOf(runChain(300));
 

@@ -95,6 +95,19 @@ describe('the projectors lease: one copy of the role projects, the others stand 
       await eventually(async () => expect(await lease().tryTake()).to.equal(true));
     });
 
+    it('given a holder gone silent (its host frozen or cut off, its socket left open), then Postgres ends its session after three heartbeats and a standby takes it', async () => {
+      const holder = lease(name, 300);
+      expect(await holder.tryTake()).to.equal(true);
+      // A frozen host sends nothing: no heartbeat and no goodbye.
+      clearInterval((holder as unknown as { heartbeat: NodeJS.Timeout }).heartbeat);
+      const silentSince = Date.now();
+      const standby = lease();
+      expect(await standby.tryTake()).to.equal(false);
+      // Without idle_session_timeout the session, and its lock, would live until TCP gave up: hours.
+      await eventually(async () => expect(await standby.tryTake()).to.equal(true), 5000);
+      expect(Date.now() - silentSince).to.be.at.least(800);
+    });
+
     it('says so when asked for a loss of a lease never taken', () => {
       expect(() => lease().lost()).to.throw('not held');
     });

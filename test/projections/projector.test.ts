@@ -164,7 +164,8 @@ describe('projection runtime', () => {
    * consumer again by itself, without a restart, and applies every event exactly once.
    */
   const expectRepairedWithoutRestart = async (filter: string) => {
-    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 1500 });
+    // Two looks a stall time apart: nothing is remade sooner than 4 s after the last commit.
+    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 2000 });
     await projector.start();
     try {
       await appendEvents(20);
@@ -179,7 +180,7 @@ describe('projection runtime', () => {
       expect((await readCheckpoint(infra.database.db, 'ledger'))!.lastSeq).to.equal(before);
       expect((await ledgerRows(infra.database.db)).map((r) => r.seq)).to.deep.equal(Array.from({ length: before }, (_, i) => i + 1));
       expect(projector.deliveryStalls).to.equal(0);
-      await caughtUpTo(head, 10_000);
+      await caughtUpTo(head, 15_000);
       expect(projector.deliveryStalls).to.equal(1);
       await expectEachEventAppliedOnce(head);
       expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
@@ -207,6 +208,25 @@ describe('projection runtime', () => {
       await caughtUpTo(head, 20_000);
       expect(projector.deliveryStalls).to.equal(0);
       expect(projector.subscriptionRestarts).to.equal(0);
+      await expectEachEventAppliedOnce(head);
+    } finally {
+      await projector.stop();
+    }
+  });
+
+  it('given events appended now and then, each after more than its stall time of quiet, then it never makes its consumer again', async () => {
+    // Each event waits 250 ms for others before it is applied: the watchdog looks (every 100 ms)
+    // while it is delivered and not yet applied, after more than the stall time without progress.
+    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 300, lingerMs: 250 });
+    await projector.start();
+    try {
+      for (let i = 0; i < 6; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        await appendEvents(1);
+      }
+      const head = await infra.store.lastSequence();
+      await caughtUpTo(head);
+      expect(projector.deliveryStalls).to.equal(0);
       await expectEachEventAppliedOnce(head);
     } finally {
       await projector.stop();

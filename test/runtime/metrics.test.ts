@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { eventually } from '../support/eventually.ts';
 import { sampleOf } from '../support/prometheus.ts';
+import { ServiceMetrics } from '../../src/metrics/service-metrics.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -73,5 +74,29 @@ describe('GET /metrics and a stalled projector', function () {
       expect(sampleOf(await metrics(), 'projector_stalled{projection="approvals"}')).to.equal(0);
       expect((await svc.request('GET', '/readyz')).status).to.equal(200);
     }, 15_000);
+  });
+});
+
+describe('projector metrics of a copy that goes from active to standby', () => {
+  it('stop reporting the projections it no longer runs, and show the lease', async () => {
+    let statuses = [{ name: 'runs', lastSeq: 40, stalled: true, lastError: 'connection lost', parked: 0 }];
+    let copy = { role: 'active' as const, takeovers: 0 } as { role: 'active' | 'standby'; takeovers: number };
+    const metrics = new ServiceMetrics({ projectors: () => statuses, streamHead: async () => 50, projectorCopy: () => copy });
+    const text = () => metrics.registry.metrics();
+
+    const active = await text();
+    expect(sampleOf(active, 'projector_stalled{projection="runs"}')).to.equal(1);
+    expect(sampleOf(active, 'projector_checkpoint_sequence{projection="runs"}')).to.equal(40);
+    expect(sampleOf(active, 'projector_lag_events{projection="runs"}')).to.equal(10);
+    expect(sampleOf(active, 'projector_lease_held')).to.equal(1);
+
+    statuses = [];
+    copy = { role: 'standby', takeovers: 0 };
+    const standby = await text();
+    // An alert on projector_stalled would otherwise fire for as long as the copy stands by.
+    expect(sampleOf(standby, 'projector_stalled{projection="runs"}')).to.equal(undefined);
+    expect(sampleOf(standby, 'projector_checkpoint_sequence{projection="runs"}')).to.equal(undefined);
+    expect(sampleOf(standby, 'projector_lag_events{projection="runs"}')).to.equal(undefined);
+    expect(sampleOf(standby, 'projector_lease_held')).to.equal(0);
   });
 });

@@ -46,6 +46,8 @@ export class EventVerifier implements EventAuthenticityCheck {
    */
   private readonly verified = new Map<string, string>();
   private verifications = 0;
+  /** verdictOffThread assumed an activation point whose signature then did not verify. */
+  private assumedActivationFailed = false;
 
   /** How many verified signatures are remembered (0: none, and no digest is taken). */
   private readonly verifiedCacheSize: number;
@@ -171,7 +173,9 @@ export class EventVerifier implements EventAuthenticityCheck {
     if (claim.kind === 'legacy') return Promise.resolve(claim);
     // Taken now, before the signature is known to verify; given back if it does not, so that a
     // forged first signature leaves no activation point (and no key) behind in the report.
-    const assumed = this.activationPoint === null ? { firstSignedSeq: seq, keyId: claim.keyId } : null;
+    // Once an assumed one failed, none is assumed again: a later event's check, begun while the
+    // reader had not yet settled the failure, would otherwise take the point once more.
+    const assumed = this.activationPoint === null && !this.assumedActivationFailed ? { firstSignedSeq: seq, keyId: claim.keyId } : null;
     if (assumed) this.activationPoint = assumed;
     const signed: Verdict = { kind: 'signed', keyId: claim.keyId };
     if (claim.remembered) return Promise.resolve(signed);
@@ -180,7 +184,10 @@ export class EventVerifier implements EventAuthenticityCheck {
     return new Promise((resolve, reject) => {
       verify(null, known.bytes, known.publicKey, Buffer.from(known.signature, 'base64url'), (error, valid) => {
         if (error || !valid) {
-          if (assumed && this.activationPoint === assumed) this.activationPoint = null;
+          if (assumed && this.activationPoint === assumed) {
+            this.activationPoint = null;
+            this.assumedActivationFailed = true;
+          }
           return reject(forgedOrAltered(known, seq, subject));
         }
         this.remember(known.cacheKey, known.digest);
