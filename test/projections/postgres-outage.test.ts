@@ -72,6 +72,11 @@ describe('a Postgres crash while a projector works', function () {
       await postgres.restart();
       await eventually(async () => expect((await svc.request('GET', '/api/v1/accounts', { key: tenant.keys.read })).status).to.equal(200), 20_000, 200);
       await eventually(async () => expect((await svc.request('GET', '/readyz')).status).to.equal(200), 20_000, 200);
+      // The lease's session died with Postgres: the copy stood by, took the lease again and projects what comes after.
+      await eventually(() => expect(svc.service.projectorCopy?.role).to.equal('active'), 10_000);
+      expect(svc.service.projectorCopy?.takeovers).to.equal(1);
+      const later = await svc.tenant();
+      await eventually(async () => expect((await svc.request('GET', '/api/v1/accounts', { key: later.keys.read })).status).to.equal(200), 20_000, 200);
     } finally {
       await svc.stop();
     }
