@@ -7,14 +7,15 @@ import type { Projection } from './projection.ts';
 /**
  * Makes sure the projection's tables exist at its current version. A missing checkpoint
  * or an older version drops the owned tables and creates them empty at checkpoint 0:
- * the projector then replays the log from the first event. An advisory lock keeps two
- * processes starting at once from doing it twice.
+ * the projector then replays the log from the first event. An advisory lock (per schema and
+ * projection) keeps two processes starting at once from doing it twice.
  *
  * @returns the checkpoint the projector resumes after.
  */
 export async function ensureProjectionTables(db: Kysely<Database>, projection: Projection): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtext(${`projection:${projection.name}`}))`.execute(trx);
+    // Keyed by the deployment's schema too: two deployments on one Postgres (every test file is one) never wait for each other.
+    await sql`select pg_advisory_xact_lock(hashtext(current_schema() || ${`:projection:${projection.name}`}))`.execute(trx);
     const checkpoint = await lockCheckpoint(trx, projection.name);
     if (checkpoint && checkpoint.version === projection.version) return checkpoint.lastSeq;
     for (const table of ownedTables(projection)) await trx.schema.dropTable(table).ifExists().cascade().execute();
