@@ -262,7 +262,7 @@ function otherProcess(pid: number, of: string): CpuClocks {
 async function projectorsCaughtUp(svc: TestService, timeoutMs = 10_000): Promise<void> {
   const head = await svc.service.infrastructure.store.lastSequence();
   const deadline = now() + timeoutMs;
-  while (svc.service.projectors.some((p) => p.currentStatus().lastSeq < head)) {
+  while (svc.service.projectorCopy!.statuses().some((status) => status.lastSeq < head)) {
     if (now() > deadline) throw new Error(`projectors did not reach ${head} within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

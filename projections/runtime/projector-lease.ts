@@ -74,12 +74,8 @@ export class ProjectorLease {
     const client = await this.connection();
     let taken: boolean;
     try {
-      const { rows } = await client.query<{ taken: boolean }>({
-        text: 'select pg_try_advisory_lock(hashtextextended($1, 0)) as taken',
-        values: [this.options.name],
-        // A connection gone half-open would hold a standby in this query for many minutes.
-        query_timeout: this.heartbeatMs,
-      } as pg.QueryConfig);
+      // Within a heartbeat: a connection gone half-open would hold a standby in this query for many minutes.
+      const { rows } = await queryWithin<{ taken: boolean }>(client, this.heartbeatMs, 'select pg_try_advisory_lock(hashtextextended($1, 0)) as taken', [this.options.name]);
       taken = rows[0]?.taken === true;
     } catch (error) {
       await this.dropConnection();
@@ -147,8 +143,7 @@ export class ProjectorLease {
     // A connection can die without a word (a half-open TCP connection after a network fault):
     // a query that does not come back within the interval counts as a lost session.
     this.heartbeat = setInterval(() => {
-      // query_timeout is pg's own per-query read timeout; its types leave it out.
-      client.query({ text: 'select 1', query_timeout: every } as pg.QueryConfig).catch((error: unknown) => {
+      queryWithin(client, every, 'select 1').catch((error: unknown) => {
         if (this.client === client) this.lose(`its session did not answer within ${every} ms`, error);
       });
     }, every);
@@ -170,4 +165,9 @@ export class ProjectorLease {
     this.client = undefined;
     await client?.end().catch(() => undefined);
   }
+}
+
+/** A query that fails when its answer does not come within `ms` (pg's own per-query read timeout, which its types leave out). */
+function queryWithin<R extends pg.QueryResultRow = pg.QueryResultRow>(client: pg.Client, ms: number, text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+  return client.query<R>({ text, values, query_timeout: ms } as pg.QueryConfig);
 }

@@ -210,9 +210,10 @@ export class Projector {
   private readonly sealRecorder: SealRecorder | undefined;
   /** Times the subscription ended unasked and was made again (see superviseSubscription). */
   private restarts = 0;
-  /** The consumer delivered a message without its body: the next subscription makes it afresh. */
-  private headersOnly = false;
-  /** The next subscription deletes the consumer and makes it again from the checkpoint, whatever its config. */
+  /**
+   * The consumer was found at fault (see remakeSubscription): the next subscription deletes it
+   * and makes it again from the checkpoint, whatever its config.
+   */
   private remakeConsumer = false;
   /** When a projection last moved, or the projector was last seen caught up (performance.now()). */
   private progressAt = 0;
@@ -324,23 +325,33 @@ export class Projector {
       const checkpoint = this.resumeAfter();
       if (checkpoint >= suspect.head || !this.running) return;
       this.stalledDeliveries++;
-      this.options.logger.error(
-        {
-          projection: this.lanes.map((lane) => lane.projection.name).join(','),
-          checkpoint,
-          stream_last_seq: suspect.head,
-          stalled_ms: Math.round(now - this.progressAt),
-        },
+      this.remakeSubscription(
         'projector consumer delivered nothing past the checkpoint while the stream holds more (changed on the server?); making it again',
+        { checkpoint, stream_last_seq: suspect.head, stalled_ms: Math.round(now - this.progressAt) },
       );
       this.progressAt = performance.now();
-      this.remakeConsumer = true;
-      this.messages?.stop();
     } catch (error) {
       this.options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'projector could not read the stream head to check its deliveries; it looks again');
     } finally {
       this.checkingDeliveries = false;
     }
+  }
+
+  /**
+   * Ends the subscription over a consumer found at fault; superviseSubscription subscribes
+   * again, with the consumer deleted and made afresh from the checkpoint. Once per fault: what
+   * the same subscription delivers meanwhile asks nothing more.
+   */
+  private remakeSubscription(why: string, details: Record<string, unknown>, subscription: ConsumerMessages | undefined = this.messages): void {
+    if (this.remakeConsumer) return;
+    this.remakeConsumer = true;
+    this.options.logger.error({ projection: this.projectionNames, ...details }, why);
+    subscription?.stop();
+  }
+
+  /** The projections fed here, for logs. */
+  private get projectionNames(): string {
+    return this.lanes.map((lane) => lane.projection.name).join(',');
   }
 
   /** The consumer starts after the checkpoint of the projection furthest behind; the others skip what they have. */
@@ -366,7 +377,6 @@ export class Projector {
   private async subscribe(checkpoint: number): Promise<void> {
     await this.ensureConsumer(checkpoint, this.remakeConsumer);
     this.remakeConsumer = false;
-    this.headersOnly = false;
     const consumer = await this.options.js.consumers.get(this.options.stream, this.consumerName);
     const messages: ConsumerMessages = await consumer.consume({
       max_messages: this.batchSize * 2,
@@ -374,13 +384,8 @@ export class Projector {
         // The body is looked at first: decoding the headers of every event would cost the hot path.
         if (message.data.length === 0 && message.headers?.has(HEADERS_ONLY_SIZE)) {
           // Someone made the consumer deliver headers only: an empty body would be parked as
-          // inadmissible and the checkpoint moved past it. Nothing of it is applied; the
-          // subscription is made again (superviseSubscription), with a consumer made afresh.
-          if (!this.headersOnly) {
-            this.headersOnly = true;
-            this.options.logger.error({ projection: this.lanes.map((lane) => lane.projection.name).join(','), seq: message.seq }, 'projector consumer delivers headers only (changed on the server?); making it again');
-            messages.stop();
-          }
+          // inadmissible and the checkpoint moved past it. Nothing of it is applied.
+          this.remakeSubscription('projector consumer delivers headers only (changed on the server?); making it again', { seq: message.seq }, messages);
           return;
         }
         if (this.buffer.length === 0) this.bufferedSince = performance.now();
@@ -408,7 +413,7 @@ export class Projector {
       }
     })().catch(() => undefined);
     const ended = await messages.closed().catch((error: unknown) => error);
-    const names = this.lanes.map((lane) => lane.projection.name).join(',');
+    const names = this.projectionNames;
     for (let attempt = 0; this.running && this.messages === messages; attempt++) {
       this.restarts++;
       const backoff = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(attempt, 5));

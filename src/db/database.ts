@@ -22,10 +22,18 @@ export class PostgresUnreachableError extends Error {
   }
 }
 
+const CONNECTION_TIMEOUT_MS = 5000;
+
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly schema: string;
   readonly pool: pg.Pool;
+  /**
+   * A connection of its own, outside the pool (not connected yet), with the pool's server
+   * and timeout: for a session whose state must outlive any one query, such as a session-level
+   * advisory lock (projections/runtime/projector-lease.ts). The caller ends it.
+   */
+  newSession(): pg.Client;
   close(): Promise<void>;
 }
 
@@ -38,7 +46,7 @@ export async function openDatabase(url: string, schema: string, maxConnections =
     connectionString: url,
     max: maxConnections,
     options: `-c search_path=${schema},public`,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     idleTimeoutMillis: 10_000,
   });
   // A client losing its server (Postgres restart) emits 'error'; unheard, that is an
@@ -62,6 +70,8 @@ export async function openDatabase(url: string, schema: string, maxConnections =
     db,
     schema,
     pool,
+    // keepAlive: a session held for long must notice a dead peer without a query of its own.
+    newSession: () => new pg.Client({ connectionString: url, options: `-c search_path=${schema},public`, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, keepAlive: true }),
     close: async () => {
       await db.destroy();
     },

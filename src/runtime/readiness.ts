@@ -22,6 +22,9 @@ export function readinessChecks(options: {
   runsProjectors: boolean;
 }): ReadinessCheck[] {
   const { infrastructure, projectorCopy, runsProjectors } = options;
+  /** Each read model's checkpoint as Postgres holds it (null: never built on this database). */
+  const storedCheckpoints = async () =>
+    Promise.all(PROJECTIONS.map(async ({ name }) => ({ name, checkpoint: await readCheckpoint(infrastructure.database.db, name) })));
   const checks: ReadinessCheck[] = [
     {
       name: 'nats',
@@ -45,8 +48,7 @@ export function readinessChecks(options: {
     checks.push({
       name: 'read models',
       check: async () => {
-        const checkpoints = await Promise.all(PROJECTIONS.map((projection) => readCheckpoint(infrastructure.database.db, projection.name)));
-        const missing = PROJECTIONS.filter((_, index) => checkpoints[index] === null).map((projection) => projection.name);
+        const missing = (await storedCheckpoints()).filter(({ checkpoint }) => checkpoint === null).map(({ name }) => name);
         return missing.length === 0
           ? { ok: true }
           : { ok: false, detail: `not built yet: ${missing.join(', ')} (no process with the projectors role has run on this database)` };
@@ -63,12 +65,7 @@ export function readinessChecks(options: {
         const statuses =
           copy.role === CopyRole.Active
             ? copy.statuses()
-            : (await Promise.all(PROJECTIONS.map((projection) => readCheckpoint(infrastructure.database.db, projection.name)))).map((checkpoint, index) => ({
-                name: PROJECTIONS[index]!.name,
-                lastSeq: checkpoint?.lastSeq ?? 0,
-                stalled: false,
-                lastError: null,
-              }));
+            : (await storedCheckpoints()).map(({ name, checkpoint }) => ({ name, lastSeq: checkpoint?.lastSeq ?? 0, stalled: false, lastError: null }));
         const behind = statuses
           .filter((s) => s.stalled || head - s.lastSeq > READY_LAG_EVENTS)
           .map((s) => (s.stalled ? `${s.name} stalled: ${s.lastError}` : `${s.name} at ${s.lastSeq} of ${head}`));

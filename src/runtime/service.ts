@@ -1,7 +1,6 @@
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { PROJECTIONS } from '../../projections/index.ts';
-import pg from 'pg';
 import { Projector } from '../../projections/runtime/projector.ts';
 import { LeasedProjector } from '../../projections/runtime/leased-projector.ts';
 import { ProjectorLease, projectorLeaseName } from '../../projections/runtime/projector-lease.ts';
@@ -49,9 +48,7 @@ export interface RunningService {
   readonly http: HttpServer | undefined;
   /** Health and metrics only, in a process without the http role. */
   readonly operations: HttpServer | undefined;
-  /** The projectors this process runs now: none without the role, or while another copy holds the lease. */
-  readonly projectors: readonly Projector[];
-  /** This process's copy of the projectors role (active or standing by), with that role. */
+  /** This process's copy of the projectors role (active, with its projector, or standing by); none without the role. */
   readonly projectorCopy: LeasedProjector | undefined;
   readonly agentWorker: AgentWorker | undefined;
   readonly applyWorker: ApplyWorker | undefined;
@@ -86,7 +83,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const proposals = new ProposalService(commands, new ApprovalsAppliedChangeLookup(database.db), { platform });
 
   let projectorCopy: LeasedProjector | undefined;
-  const projectors = (): Projector[] => (projectorCopy?.projector ? [projectorCopy.projector] : []);
   let seals: AdmissionSeals | undefined;
   const metrics = new ServiceMetrics({
     projectors: () => projectorCopy?.statuses() ?? [],
@@ -123,7 +119,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // in the one copy of the role that holds the lease; other copies stand by (leased-projector.ts).
     const copy = new LeasedProjector({
       lease: new ProjectorLease({
-        connect: () => new pg.Client({ connectionString: config.databaseUrl, keepAlive: true, connectionTimeoutMillis: 5000 }),
+        connect: database.newSession,
         name: projectorLeaseName(config.databaseSchema, config.eventStream),
       }),
       projector: () =>
@@ -292,9 +288,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     infrastructure,
     http,
     operations,
-    get projectors() {
-      return projectors();
-    },
     projectorCopy,
     agentWorker,
     applyWorker,

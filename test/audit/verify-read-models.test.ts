@@ -2,17 +2,15 @@ import { expect } from 'chai';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
-import { Projector } from '../../projections/runtime/projector.ts';
 import { auditVerifier, verifyEventLog } from '../../src/audit/verify-event-log.ts';
 import type { Database } from '../../src/db/schema.ts';
 import type { StoredEvent } from '../../src/event-store/event-store.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { ledgerProjection } from '../support/ledger-projection.ts';
+import { ledgerProjection, testProjector } from '../support/ledger-projection.ts';
 
 /** Events per subject: a second read model beside the ledger, kept at another checkpoint. */
 const tallyProjection: Projection = {
@@ -36,16 +34,7 @@ describe('audit verify of read models at different checkpoints, folded in one pa
   let appender: ChainedAppender;
 
   const project = async (projection: Projection) => {
-    const projector = new Projector({
-      db: infra.database.db,
-      js: infra.js,
-      jsm: infra.jsm,
-      stream: config.eventStream,
-      filterSubject: infra.subjects.all,
-      projection,
-      admission: infra.store.admission,
-      logger: createLogger('silent'),
-    });
+    const projector = testProjector(infra, projection, { signatures: true });
     await projector.start();
     const head = await infra.store.lastSequence();
     await eventually(async () => expect((await readCheckpoint(infra.database.db, projection.name))?.lastSeq).to.equal(head));

@@ -121,7 +121,7 @@ describe('console: views, live run, accessibility', function () {
   });
 
   it('lists what the service has checked when its projections are stopped, says the newest events come later, and lists them on Refresh', async () => {
-    const projector = svc().service.projectors[0]!;
+    const projector = svc().service.projectorCopy!.projector!;
     const waiting = session.page.getByText('The newest events are not listed yet');
     await projector.stop();
     let restarted = false;

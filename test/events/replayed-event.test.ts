@@ -92,7 +92,7 @@ describe('a validly signed event replayed onto its subject', function () {
     const infra = svc.service.infrastructure;
     const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, account);
     await proposeTarget(svc, tenant.keys.write, account, cpa.id, { target_cpa: cents(cpa.bidding_strategy.target_cpa! * 1.3), auto_apply: false });
-    const projector = svc.service.projectors[0]!;
+    const projector = svc.service.projectorCopy!.projector!;
     await projector.stop();
     let restarted = false;
     try {

@@ -108,6 +108,19 @@ describe('the projectors lease: one copy of the role projects, the others stand 
       expect(Date.now() - silentSince).to.be.at.least(800);
     });
 
+    it('given a standby whose session does not answer, then its try fails within a heartbeat instead of hanging', async () => {
+      expect(await lease().tryTake()).to.equal(true);
+      const standby = lease(name, 200);
+      expect(await standby.tryTake()).to.equal(false);
+      // Its next try waits behind this statement on the standby's own session, as behind a half-open connection.
+      void (standby as unknown as { client: pg.Client }).client.query('select pg_sleep(1)').catch(() => undefined);
+      const started = Date.now();
+      let failure: unknown;
+      await standby.tryTake().catch((error: unknown) => (failure = error));
+      expect(failure, 'the try fails').to.be.instanceOf(Error);
+      expect(Date.now() - started).to.be.below(900);
+    });
+
     it('says so when asked for a loss of a lease never taken', () => {
       expect(() => lease().lost()).to.throw('not held');
     });

@@ -2,12 +2,12 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { rebuildProjection } from '../../projections/runtime/rebuild.ts';
 import { readCheckpoint } from '../../projections/runtime/checkpoints.ts';
-import { projectorConsumerName } from '../../projections/runtime/projector.ts';
+import { projectorConsumerName, type Projector } from '../../projections/runtime/projector.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
-import { ledgerProjection, ledgerProjector, ledgerRows } from '../support/ledger-projection.ts';
+import { ledgerProjection, ledgerProjector, ledgerRows, type TestProjectorOptions } from '../support/ledger-projection.ts';
 import { eventually } from '../support/eventually.ts';
 
 async function expectRejection(promise: Promise<unknown>, message: RegExp): Promise<void> {
@@ -55,6 +55,17 @@ describe('projection runtime', () => {
     const rows = await ledgerRows(infra.database.db);
     expect(rows.map((r) => r.seq)).to.deep.equal(Array.from({ length: head }, (_, i) => i + 1));
     expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
+  };
+
+  /** Runs `work` with a ledger projector started, and stops it after, whatever happens. */
+  const withLedgerProjector = async (options: TestProjectorOptions, work: (projector: Projector) => Promise<void>) => {
+    const projector = ledgerProjector(infra, options);
+    await projector.start();
+    try {
+      await work(projector);
+    } finally {
+      await projector.stop();
+    }
   };
 
   it('applies every event exactly once when stopped between its commit and its ack', async () => {
@@ -165,9 +176,7 @@ describe('projection runtime', () => {
    */
   const expectRepairedWithoutRestart = async (filter: string) => {
     // Two looks a stall time apart: nothing is remade sooner than 4 s after the last commit.
-    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 2000 });
-    await projector.start();
-    try {
+    await withLedgerProjector({ batchSize: 25, deliveryStallMs: 2000 }, async (projector) => {
       await appendEvents(20);
       const before = await infra.store.lastSequence();
       await caughtUpTo(before);
@@ -184,9 +193,7 @@ describe('projection runtime', () => {
       expect(projector.deliveryStalls).to.equal(1);
       await expectEachEventAppliedOnce(head);
       expect((await infra.jsm.consumers.info(config.eventStream, name)).config.filter_subject).to.equal(infra.subjects.all);
-    } finally {
-      await projector.stop();
-    }
+    });
   };
 
   it('given its consumer\'s filter narrowed on the server while it runs (a stolen service password), then it applies nothing past the first missing sequence, and once nothing moved for its delivery stall time it makes the consumer again and applies every event exactly once, without a restart', async () => {
@@ -202,24 +209,18 @@ describe('projection runtime', () => {
     const head = await infra.store.lastSequence();
     await sql`delete from projection_checkpoints where projection = 'ledger'`.execute(infra.database.db);
     // 10 events a batch and 60 ms after each: about 1.2 s for 200 events, four times the stall time.
-    const projector = ledgerProjector(infra, { batchSize: 10, deliveryStallMs: 300, afterCommit: () => new Promise((resolve) => setTimeout(resolve, 60)) });
-    await projector.start();
-    try {
+    await withLedgerProjector({ batchSize: 10, deliveryStallMs: 300, afterCommit: () => new Promise((resolve) => setTimeout(resolve, 60)) }, async (projector) => {
       await caughtUpTo(head, 20_000);
       expect(projector.deliveryStalls).to.equal(0);
       expect(projector.subscriptionRestarts).to.equal(0);
       await expectEachEventAppliedOnce(head);
-    } finally {
-      await projector.stop();
-    }
+    });
   });
 
   it('given events appended now and then, each after more than its stall time of quiet, then it never makes its consumer again', async () => {
     // Each event waits 250 ms for others before it is applied: the watchdog looks (every 100 ms)
     // while it is delivered and not yet applied, after more than the stall time without progress.
-    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 300, lingerMs: 250 });
-    await projector.start();
-    try {
+    await withLedgerProjector({ batchSize: 25, deliveryStallMs: 300, lingerMs: 250 }, async (projector) => {
       for (let i = 0; i < 6; i++) {
         await new Promise((resolve) => setTimeout(resolve, 400));
         await appendEvents(1);
@@ -228,23 +229,17 @@ describe('projection runtime', () => {
       await caughtUpTo(head);
       expect(projector.deliveryStalls).to.equal(0);
       await expectEachEventAppliedOnce(head);
-    } finally {
-      await projector.stop();
-    }
+    });
   });
 
   it('given it is caught up and nothing is appended, then it never makes its consumer again', async () => {
-    const projector = ledgerProjector(infra, { batchSize: 25, deliveryStallMs: 200 });
-    await projector.start();
-    try {
+    await withLedgerProjector({ batchSize: 25, deliveryStallMs: 200 }, async (projector) => {
       await appendEvents(5);
       await caughtUpTo(await infra.store.lastSequence());
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(projector.deliveryStalls).to.equal(0);
       expect(projector.subscriptionRestarts).to.equal(0);
-    } finally {
-      await projector.stop();
-    }
+    });
   });
 
   it('given its consumer\'s filter narrowed while it was stopped, then its start makes the consumer again and applies every event exactly once', async () => {

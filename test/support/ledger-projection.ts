@@ -42,24 +42,36 @@ export async function ledgerRows(db: Kysely<any>): Promise<{ event_id: string; s
   return db.selectFrom('ledger').select(['event_id', 'seq', 'applied']).orderBy('seq').execute();
 }
 
-/** A projector of the ledger projection on an infrastructure's stream (not started). */
-export function ledgerProjector(
-  infra: Infrastructure,
-  options: { batchSize?: number; afterCommit?: (seq: number) => Promise<void> | void; seals?: AdmissionSeals; lingerMs?: number; deliveryStallMs?: number } = {},
-): Projector {
+export interface TestProjectorOptions {
+  batchSize?: number;
+  afterCommit?: (seq: number) => Promise<void> | void;
+  seals?: AdmissionSeals;
+  lingerMs?: number;
+  deliveryStallMs?: number;
+  /** Admit with the infrastructure's signature checks; without it (and without seals), structure only. */
+  signatures?: boolean;
+}
+
+/** A projector of `projection` alone on an infrastructure's stream (not started). */
+export function testProjector(infra: Infrastructure, projection: Projection, options: TestProjectorOptions = {}): Projector {
   return new Projector({
     db: infra.database.db,
     js: infra.js,
     jsm: infra.jsm,
     stream: infra.config.eventStream,
     filterSubject: infra.subjects.all,
-    projection: ledgerProjection,
+    projection,
     logger: createLogger('silent'),
-    batchSize: options.batchSize ?? 20,
+    batchSize: options.batchSize,
     afterCommit: options.afterCommit,
-    admission: options.seals ? infra.store.admission : undefined,
+    admission: options.seals || options.signatures ? infra.store.admission : undefined,
     seals: options.seals,
     lingerMs: options.lingerMs,
     deliveryStallMs: options.deliveryStallMs,
   });
+}
+
+/** A projector of the ledger projection on an infrastructure's stream (not started), 20 events a batch unless told otherwise. */
+export function ledgerProjector(infra: Infrastructure, options: TestProjectorOptions = {}): Projector {
+  return testProjector(infra, ledgerProjection, { ...options, batchSize: options.batchSize ?? 20 });
 }
