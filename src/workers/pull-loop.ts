@@ -3,6 +3,7 @@ import type { DomainEvent } from '../events/catalogue/index.ts';
 import { admitRawEvent } from '../events/admit-raw-event.ts';
 import type { EventAdmission } from '../events/event-admission.ts';
 import type { Logger } from '../log/logger.ts';
+import { unavailableError } from '../errors/infrastructure-errors.ts';
 
 /** How a handler is done with a message. */
 export type Settlement =
@@ -46,7 +47,11 @@ export interface PullLoopOptions {
   readonly admission: EventAdmission;
   /** The durable consumer, created when missing; called at start and again after each restart. */
   consumer(): Promise<Consumer>;
-  /** Handles one admitted event. Throwing counts as a failure of this message (retried, then parked). */
+  /**
+   * Handles one admitted event. Throwing counts as a failure of this message (retried, then
+   * parked), unless what failed is a backing service (NATS or Postgres unreachable): then the
+   * message comes back after {@link OUTAGE_RETRY_MS} for as long as the outage lasts.
+   */
   handle(message: JsMsg, event: DomainEvent): Promise<Settlement>;
   /** Told of each parked message (metrics). */
   readonly onParked?: (parked: ParkedMessage) => void;
@@ -63,6 +68,8 @@ const BACKOFF_RESET_AFTER_MS = 60_000;
 const MAX_TRACKED_FAILURES = 10_000;
 /** Delay before a failed message comes back, times its failures so far. */
 const FAILURE_RETRY_MS = 1000;
+/** Delay before a message whose handling met an outage (NATS or Postgres unreachable) comes back. */
+export const OUTAGE_RETRY_MS = 2000;
 
 class LoopFailure extends Error {}
 
@@ -75,7 +82,9 @@ class LoopFailure extends Error {}
  * - A message whose handler throws is retried with a growing delay and parked after
  *   `maxDeliveries` failures. Parking terminates the message (it stays in the stream at its
  *   sequence), logs it at error level with sequence, subject and error, and counts it.
- *   Failures are counted by this process, so deferrals (`later`) never count.
+ *   Failures are counted by this process, so deferrals (`later`) never count, and neither
+ *   does an outage of NATS or Postgres (unavailableError): the message is not at fault, and
+ *   parking it would leave its work undone for good (an approved action stuck in `approved`).
  * - Anything that breaks the loop itself (the consumer deleted on the server, fetches
  *   failing in a row, a bug) is logged at error level and the loop restarts with backoff,
  *   re-creating the consumer; stop() is the only way out.
@@ -167,6 +176,14 @@ export class PullLoop {
     try {
       settlement = await this.options.handle(message, admitted.event);
     } catch (error) {
+      if (unavailableError(error)) {
+        this.options.logger.warn(
+          { worker: this.options.name, seq: message.seq, subject: message.subject, err: describe(error), retry_in_ms: OUTAGE_RETRY_MS },
+          'worker could not handle a message: a backing service is unavailable; it comes back later',
+        );
+        message.nak(OUTAGE_RETRY_MS);
+        return;
+      }
       const failures = (this.failures.get(message.seq) ?? 0) + 1;
       if (failures >= this.options.maxDeliveries) {
         this.park(message, 'failed_repeatedly', describe(error));

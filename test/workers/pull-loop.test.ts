@@ -80,4 +80,51 @@ describe('worker pull loop: a message that keeps failing', function () {
       await loop.stop();
     }
   });
+
+  it('given a backing service that stays unreachable past maxDeliveries handlings, the message is never parked and is handled once it is back', async () => {
+    const consumerName = 'pull_loop_outage';
+    await infra.jsm.consumers.add(config.eventStream, {
+      durable_name: consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      filter_subject: infra.subjects.all,
+      ack_wait: 5_000_000_000,
+    });
+    const appender = new ChainedAppender(infra);
+    await appender.append(appender.workspaceSubject('ws-outage'), workspaceCreated('ws-outage'));
+
+    const OUTAGE_HANDLINGS = 5;
+    let handlings = 0;
+    let succeeded = 0;
+    const parked: ParkedMessage[] = [];
+    const loop = new PullLoop({
+      name: 'test-worker',
+      concurrency: 1,
+      maxDeliveries: 3,
+      logger: createLogger('silent'),
+      admission: infra.store.admission,
+      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
+      handle: async () => {
+        handlings++;
+        // What pg throws while Postgres restarts: a socket error with Node's code, no SQLSTATE.
+        if (handlings <= OUTAGE_HANDLINGS) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+        succeeded++;
+        return ACK;
+      },
+      onParked: (message) => parked.push(message),
+    });
+    await loop.start();
+    try {
+      // Five outage retries of 2 s each, then the handling that succeeds.
+      await eventually(() => expect(succeeded, `handled ${handlings} times, parked ${JSON.stringify(parked)}`).to.equal(1), 40_000, 100);
+      expect(parked).to.deep.equal([]);
+      expect(handlings).to.equal(OUTAGE_HANDLINGS + 1);
+      await eventually(async () => {
+        const info = await infra.jsm.consumers.info(config.eventStream, consumerName);
+        expect([info.num_pending, info.num_ack_pending]).to.deep.equal([0, 0]);
+      }, 10_000, 100);
+    } finally {
+      await loop.stop();
+    }
+  });
 });
