@@ -187,20 +187,39 @@ async function executeTool(
   const invalid = request.tools.validate(name, args);
   if (invalid) return { ok: false, output: { error: `invalid input: ${invalid}` } };
   try {
-    const output = await tool.run(args, {
-      platform: deps.platform,
-      account: request.account,
-      today: deps.now(),
+    // Raced against the wall clock: a tool may ignore its signal (a platform or database call
+    // that hangs), and the run must still end at its limit instead of staying running.
+    const output = await untilAborted(
+      tool.run(args, {
+        platform: deps.platform,
+        account: request.account,
+        today: deps.now(),
+        signal,
+        propose: deps.propose,
+      }),
       signal,
-      propose: deps.propose,
-    });
+    );
     return { ok: true, output };
   } catch (error) {
+    if (signal.aborted) throw new RunTimedOut(`the run exceeded its wall clock of ${request.wallClockMs} ms during the tool call ${name}`);
     // A platform that refuses the account's authorisation ends the run: no later tool call can succeed.
     if (isAppError(error) && error.code === 'account-not-connected') throw new RunStopped({ code: 'account_not_connected', message: error.message });
     if (error instanceof ToolInputError || isAppError(error)) return { ok: false, output: { error: error.message } };
     return { ok: false, output: { error: `the tool failed: ${error instanceof Error ? error.message : String(error)}` } };
   }
+}
+
+/** `work`, or a rejection as soon as `signal` aborts (the work itself goes on unobserved). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  // A tool that fails after the abort must not surface as an unhandled rejection.
+  work.catch(() => undefined);
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }
 
 function capOutput(output: Record<string, unknown>): Record<string, unknown> {
