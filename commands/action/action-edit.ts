@@ -1,6 +1,7 @@
 import { ValidationError } from '../../src/errors/common-errors.ts';
 import type { ActionKind, EditableVersion } from '../../src/events/catalogue/index.ts';
 import { MATCH_TYPES, type MatchType } from '../../src/platform/ads-platform.ts';
+import { clipText } from '../../src/text/clip-text.ts';
 
 /**
  * What an approver may change on a queued action before approving it. The field named is the
@@ -41,7 +42,7 @@ function editedKeywords(proposed: readonly Keyword[], edited: readonly Keyword[]
           {
             pointer: `/edit/keywords/${index}`,
             message:
-              `"${keyword.text.slice(0, 80)}" is not one of the proposed keywords: an edit can only drop proposed keywords or change their match type, never add one. ` +
+              `"${clipText(keyword.text, 80)}" is not one of the proposed keywords: an edit can only drop proposed keywords or change their match type, never add one. ` +
               `Send a subset of the action's params.keywords (${[...known].map((t) => `"${t}"`).join(', ')}); to block another term, propose a new action.`,
           },
         ],

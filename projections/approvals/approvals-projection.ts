@@ -5,6 +5,7 @@ import type { StoredEvent } from '../../src/event-store/event-store.ts';
 import type { EditedFrom } from './approvals-tables.ts';
 import type { ApprovalRow } from './approval-view.ts';
 import type { Projection } from '../runtime/projection.ts';
+import { clipText } from '../../src/text/clip-text.ts';
 
 export const APPROVALS_PROJECTION = 'approvals';
 
@@ -224,5 +225,5 @@ function appliedReason(data: ActionAppliedData): string | null {
   const applied = (data.applied_operations ?? []).map((o) => o.subject);
   const refused = failures.map((f) => `${f.subject}: ${f.message} (${f.error_code})`).join('; ');
   // Events recorded before applied_operations existed name only the refusals.
-  return (applied.length > 0 ? `applied ${applied.join(', ')}; refused ${refused}` : `applied except ${refused}`).slice(0, 4000);
+  return clipText(applied.length > 0 ? `applied ${applied.join(', ')}; refused ${refused}` : `applied except ${refused}`, 4000);
 }

@@ -9,6 +9,7 @@ import { RUN_LIMITS } from './run-limits.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { ToolInputError } from './tools/agent-tool.ts';
 import { ALL_TOOL_NAMES, type ToolRegistry } from './tools/tool-registry.ts';
+import { clipText } from '../text/clip-text.ts';
 
 export interface AgentRunRequest {
   readonly runId: string;
@@ -89,7 +90,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
 
   const finish = (text: string) => {
     const truncated = text.length > RUN_LIMITS.maxTextLength;
-    return { text: truncated ? text.slice(0, RUN_LIMITS.maxTextLength) : text, truncated, usage: { ...usage } };
+    return { text: truncated ? clipText(text, RUN_LIMITS.maxTextLength) : text, truncated, usage: { ...usage } };
   };
 
   try {
@@ -140,7 +141,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
           deps.recordToolCall({
             run_id: request.runId,
             index: toolCalls,
-            name: call.name.slice(0, 100),
+            name: clipText(call.name, 100),
             input: call.args,
             ok,
             output: capOutput(output),
@@ -225,5 +226,5 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 function capOutput(output: Record<string, unknown>): Record<string, unknown> {
   const json = JSON.stringify(output);
   if (json.length <= RUN_LIMITS.maxToolOutputChars) return output;
-  return { truncated_output: json.slice(0, RUN_LIMITS.maxToolOutputChars), original_chars: json.length };
+  return { truncated_output: clipText(json, RUN_LIMITS.maxToolOutputChars), original_chars: json.length };
 }

@@ -58,6 +58,14 @@ describe('agent runs within every limit (Gemini through the real SDK, scripted)'
     expect(run.result.truncated).to.equal(true);
   });
 
+  it('cuts before an emoji the 32,000-character limit falls inside of, and the run still succeeds', async () => {
+    gemini.script([{ text: `${'a'.repeat(31_999)}😀b` }]);
+    const run = await waitForTerminalRun(svc, tenant.keys.write, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Write a lot, ending in an emoji'));
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    expect(run.result.text).to.equal('a'.repeat(31_999));
+    expect(run.result.truncated).to.equal(true);
+  });
+
   it('fails with agent_error carrying the detail when the model fails, keeping what was proposed', async () => {
     const campaigns = (await (await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox}/campaigns`, { key: tenant.keys.read })).json()) as { data: { id: string; daily_budget: number }[] };
     const campaign = campaigns.data[0]!;

@@ -5,6 +5,7 @@ import { targetChangeDraft, type TargetRequest } from '../../policy/target-chang
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
 import { last30Days } from './date-range.ts';
+import { clipText } from '../../text/clip-text.ts';
 
 const REASON = { type: 'string', description: 'Why the change is made; shown to the approver.' } as const;
 
@@ -50,7 +51,7 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
         params: { campaign_id: campaign.id, keywords },
         based_on: await negativeKeywordBasis(context.platform, context.account, campaign, keywords, last30Days(context.today)),
       },
-      `Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => k.text).join(', ')}`.slice(0, 500),
+      clipText(`Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => k.text).join(', ')}`, 500),
       input.reason ?? '',
     );
     return { action };
@@ -82,7 +83,7 @@ export const pauseKeywords: AgentTool<{ keyword_ids: string[]; reason?: string }
           account_cost_30d: await accountCost30d(context),
         },
       },
-      `Pause ${chosen.length} keyword(s): ${chosen.map((k) => `"${k.text}"`).join(', ')}`.slice(0, 500),
+      clipText(`Pause ${chosen.length} keyword(s): ${chosen.map((k) => `"${k.text}"`).join(', ')}`, 500),
       input.reason ?? '',
     );
     return { action };
