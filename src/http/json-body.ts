@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from './problems/http-errors.ts';
 import { assertCleanRequestText } from './hostile-text-guard.ts';
+import { sanitizeText } from '../text/hostile-text.ts';
+import { clipText } from '../text/clip-text.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
@@ -10,7 +12,8 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  * explicitly, so routes without a body never buffer one.
  *
  * @throws MalformedJsonError (400) for a missing, empty or unparsable body.
- * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8.
+ * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8 and the body has
+ *   no content coding (gzip…).
  * @throws PayloadTooLargeError (413) when the body exceeds `limitBytes`.
  * @throws ValidationError (422) when a string or key holds U+0000, another C0 control
  *   (tab, newline and carriage return excepted) or an unpaired surrogate, which
@@ -20,7 +23,12 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   if (!hasBody(ctx)) throw new MalformedJsonError('body is empty');
   // RFC 8259 makes UTF-8 the only interoperable JSON encoding, so other charsets are refused.
   if (!ctx.is(JSON_TYPES) || !/^(utf-?8)?$/i.test(ctx.request.charset)) {
-    throw new UnsupportedMediaTypeError(ctx.get('Content-Type') || undefined);
+    throw UnsupportedMediaTypeError.forContentType(ctx.get('Content-Type') || undefined);
+  }
+  const encoding = ctx.get('Content-Encoding').trim();
+  if (encoding !== '' && encoding.toLowerCase() !== 'identity') {
+    closeAfterResponse(ctx);
+    throw UnsupportedMediaTypeError.forContentEncoding(clipText(encoding, 100));
   }
   const declaredLength = ctx.request.length;
   if (declaredLength !== undefined && declaredLength > limitBytes) {
@@ -41,7 +49,9 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   try {
     parsed = JSON.parse(text) as unknown;
   } catch (error) {
-    throw new MalformedJsonError(error instanceof Error ? error.message : 'invalid JSON');
+    // V8's message quotes the start of the body: the client's own bytes, which may be anything
+    // (a gzip stream's control characters, say), so they are made printable before they are echoed.
+    throw new MalformedJsonError(error instanceof Error ? sanitizeText(clipText(error.message, 300)) : 'invalid JSON');
   }
   assertCleanRequestText(parsed);
   return parsed;

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { gzipSync } from 'node:zlib';
+import { hasHostileText } from '../../src/text/hostile-text.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, expectProblem } from './support/api-call.ts';
 
@@ -75,6 +77,20 @@ describe('errors that teach (issue #15)', function () {
     expectProblem(await post('application/json; charset=latin1', tenant.accounts.sandbox), 415, 'unsupported-media-type');
     const suffixed = await post('application/merge-patch+json', tenant.accounts.sandbox2);
     expect(suffixed.status, suffixed.text).to.equal(202);
+  });
+
+  it('a compressed body is 415 saying to send it uncompressed, and unparsable bytes are never echoed raw', async () => {
+    const body = gzipSync(JSON.stringify({ brief: 'Compressed.', project_id: tenant.accounts.sandbox }));
+    const headers = { authorization: `Bearer ${tenant.keys.write}`, 'content-type': 'application/json' };
+    const compressed = await fetch(`${svc.baseUrl}/api/v1/runs`, { method: 'POST', headers: { ...headers, 'content-encoding': 'gzip' }, body });
+    const problem = (await compressed.json()) as { type: string; detail: string };
+    expect(compressed.status).to.equal(415);
+    expect(problem.type).to.match(/\/problems\/unsupported-media-type$/);
+    expect(problem.detail).to.equal("Received Content-Encoding 'gzip'; send the body uncompressed, without a Content-Encoding header.");
+    // The same bytes without the header: not JSON, and the parser's quote of them is made printable.
+    const garbled = await call(svc, 'POST', '/api/v1/runs', { key: tenant.keys.write, body: body.toString('latin1'), headers: { 'content-type': 'application/json' } });
+    expectProblem(garbled, 400, 'malformed-json');
+    expect(hasHostileText(garbled.body.detail), garbled.body.detail).to.equal(false);
   });
 
   describe('the campaign target endpoint', () => {

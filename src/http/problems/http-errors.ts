@@ -34,11 +34,20 @@ export class PayloadTooLargeError extends HttpOnlyError {
 export class UnsupportedMediaTypeError extends HttpOnlyError {
   readonly kind = ErrorKind.Validation;
 
-  constructor(received: string | undefined) {
-    super(
-      'unsupported-media-type',
+  private constructor(detail: string) {
+    super('unsupported-media-type', detail);
+  }
+
+  /** A body whose Content-Type is not JSON in UTF-8, or has none. */
+  static forContentType(received: string | undefined): UnsupportedMediaTypeError {
+    return new UnsupportedMediaTypeError(
       received ? `Received Content-Type '${received}'; send application/json.` : 'The request has a body but no Content-Type; send application/json.',
     );
+  }
+
+  /** A body in a content coding (gzip, br…): its bytes are not JSON as they are (RFC 9110 §8.4.1 answers 415). */
+  static forContentEncoding(received: string): UnsupportedMediaTypeError {
+    return new UnsupportedMediaTypeError(`Received Content-Encoding '${received}'; send the body uncompressed, without a Content-Encoding header.`);
   }
 }
 
