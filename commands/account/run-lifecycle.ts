@@ -85,8 +85,15 @@ export interface ClaimRun {
   readonly meta: CommandMeta;
 }
 
+/**
+ * Starts a queued run for one worker. Re-deciding for the worker that already holds the run
+ * appends nothing: its claim was stored though the worker never heard so (the append's
+ * acknowledgement was lost in a failover and the command was decided again on a reload), and
+ * the worker must go on to run it rather than drop a run that nobody else may take.
+ */
 export function decideClaimRun(command: ClaimRun, state: AccountState) {
   const active = state.activeRun;
+  if (active?.runId === command.runId && active.status === 'running' && active.workerId === command.workerId) return [];
   if (active?.runId !== command.runId || active.status !== 'queued') throw new RunNotClaimableError(command.runId, 'not_queued');
   return [
     newEvent(

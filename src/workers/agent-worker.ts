@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { v4 as uuidv4 } from 'uuid';
 import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
 import { RunNotClaimableError, type RunOutcome } from '../../commands/account/run-lifecycle.ts';
+import { unavailableError } from '../errors/infrastructure-errors.ts';
 import type { DomainEvent } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
 import type { Logger } from '../log/logger.ts';
@@ -15,6 +16,7 @@ import { askLiveness, Liveness, WorkerLiveness } from './worker-liveness.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadAccount, loadWorkspace } from '../../commands/queries.ts';
 import { runStartsPausedForMs } from '../../commands/workspace/workspace-decider.ts';
+import type { HandleOptions } from '../../commands/shared/handle.ts';
 
 export const AGENT_WORKER_CONSUMER = 'agent_workers';
 
@@ -52,6 +54,13 @@ export const PAUSE_RECHECK_MS = 2000;
  */
 export const ORPHAN_CONFIRM_MS = 5000;
 
+/**
+ * Backoff between attempts to record a finished run's outcome while the event log stays
+ * unreachable past the command's own allowance: the outcome exists only in this process.
+ */
+export const FINISH_RETRY_FIRST_MS = 1000;
+export const FINISH_RETRY_MAX_MS = 5000;
+
 /** A queued run this worker may claim: where it is, the account state it was read from, and the command metadata. */
 interface ClaimableRun {
   readonly workspaceId: string;
@@ -73,6 +82,11 @@ interface ClaimableRun {
  * message is offered again later; an owner that stays unreachable for ORPHAN_CONFIRM_MS
  * has its run failed with `internal`, keeping what it proposed. So two workers never work
  * one run, and a healthy run is not failed because a NATS node went down.
+ *
+ * The event log may store a write whose acknowledgement never arrives (a failover): the claim
+ * is idempotent for the worker that holds the run, and a redelivery that finds a run `running`
+ * under this very worker, whose claim failed here before the run began, claims and runs it. A
+ * run's outcome is recorded for as long as the log stays unreachable, the run staying in flight.
  */
 export class AgentWorker {
   readonly workerId: string;
@@ -83,6 +97,14 @@ export class AgentWorker {
   private readonly perWorkspace = new Map<string, number>();
   /** Running runs of other workers whose owner did not answer, and since when. */
   private readonly unanswered = new Map<string, number>();
+  /** Runs whose claim this process is deciding right now (it may be riding out an outage). */
+  private readonly claiming = new Set<string>();
+  /**
+   * Runs whose claim failed here (the event log stayed unreachable past the command's
+   * allowance) and which this process never began: the RunStarted may be stored all the
+   * same, and then the run is this worker's to run, not an orphan.
+   */
+  private readonly claimsNotBegun = new Set<string>();
   private liveness: WorkerLiveness | undefined;
   /** Heard changes of key and account subjects: a run's check before each tool call reads only after one. */
   private changes: SubjectChangeFeed | undefined;
@@ -137,7 +159,7 @@ export class AgentWorker {
 
   private async handle(message: JsMsg, event: DomainEvent): Promise<Settlement> {
     if (event.type !== 'RunQueued') return ACK;
-    const { aggregates, commands } = this.options.infrastructure;
+    const { aggregates } = this.options.infrastructure;
     const workspaceId = event.workspace_id;
     const accountId = event.account_id!;
     const runId = event.data.run_id;
@@ -149,40 +171,23 @@ export class AgentWorker {
     const active = account.state.activeRun;
     if (!active || active.runId !== runId) {
       this.unanswered.delete(runId);
+      this.claimsNotBegun.delete(runId);
       return ACK;
     }
     const meta = { actor: this.actor, correlationId: runId };
-    if (active.status === 'running') {
-      if (this.inFlight.has(runId)) {
-        message.working();
-        return LEAVE;
-      }
-      const deferred = await this.deferWhileOwnerMayLive(runId, active.workerId);
-      if (deferred) return deferred;
-      await commands.handle(accountDecider, {
-        type: 'FinishRun',
-        workspaceId,
-        accountId,
-        runId,
-        workerId: active.workerId,
-        outcome: {
-          kind: 'failed',
-          code: 'internal',
-          message: `worker ${active.workerId ?? 'unknown'} stopped while running this run; actions it proposed stay queued`,
-          text: '',
-          truncated: false,
-          usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
-          durationMs: active.startedAt ? Date.now() - Date.parse(active.startedAt) : null,
-        },
-        meta,
-      });
-      this.options.logger.warn({ run_id: runId, dead_worker: active.workerId }, 'failed a run whose worker stopped');
-      this.options.onRunFinished?.('failed', 'internal');
-      return ACK;
+    // Redelivered while this process works on the run or is still claiming it: that handling owns it.
+    if (this.inFlight.has(runId) || this.claiming.has(runId)) {
+      message.working();
+      return LEAVE;
     }
-    // An operator paused the workspace's run starts: the run stays queued (and cancelable).
-    const pausedForMs = runStartsPausedForMs((await loadWorkspace(aggregates, workspaceId)).state, Date.now());
-    if (pausedForMs > 0) return later(Math.min(pausedForMs, PAUSE_RECHECK_MS));
+    if (active.status === 'running') {
+      // Only this worker's own stored claim goes on (to be run, already started: no pause applies).
+      if (!this.claimedHereNotBegun(runId, active)) return this.failIfOrphaned(runId, active, workspaceId, accountId, meta);
+    } else {
+      // An operator paused the workspace's run starts: the run stays queued (and cancelable).
+      const pausedForMs = runStartsPausedForMs((await loadWorkspace(aggregates, workspaceId)).state, Date.now());
+      if (pausedForMs > 0) return later(Math.min(pausedForMs, PAUSE_RECHECK_MS));
+    }
     // Fairness: a workspace already at its share of this process waits, others go first.
     // The share is taken before the first await, so two slots cannot both take the last one.
     const limit = this.options.maxRunsPerWorkspace;
@@ -196,6 +201,48 @@ export class AgentWorker {
       if (left <= 0) this.perWorkspace.delete(workspaceId);
       else this.perWorkspace.set(workspaceId, left);
     }
+  }
+
+  /**
+   * Whether a running run is this worker's own claim that failed here before the run began: it
+   * is run now. A run this process began is never run again (its tool calls and proposals
+   * would be made twice): one whose handling ended without its outcome is failed as orphaned.
+   */
+  private claimedHereNotBegun(runId: string, active: ActiveRun): boolean {
+    return active.workerId === this.workerId && this.claimsNotBegun.has(runId);
+  }
+
+  /** A running run nobody here works on: left to a live owner, failed with `internal` once it is orphaned. */
+  private async failIfOrphaned(
+    runId: string,
+    active: ActiveRun,
+    workspaceId: string,
+    accountId: string,
+    meta: ClaimableRun['meta'],
+  ): Promise<Settlement> {
+    const deferred = await this.deferWhileOwnerMayLive(runId, active.workerId);
+    if (deferred) return deferred;
+    const { commands } = this.options.infrastructure;
+    await commands.handle(accountDecider, {
+      type: 'FinishRun',
+      workspaceId,
+      accountId,
+      runId,
+      workerId: active.workerId,
+      outcome: {
+        kind: 'failed',
+        code: 'internal',
+        message: `worker ${active.workerId ?? 'unknown'} stopped while running this run; actions it proposed stay queued`,
+        text: '',
+        truncated: false,
+        usage: { input_tokens: 0, output_tokens: 0, steps: 0 },
+        durationMs: active.startedAt ? Date.now() - Date.parse(active.startedAt) : null,
+      },
+      meta,
+    });
+    this.options.logger.warn({ run_id: runId, dead_worker: active.workerId }, 'failed a run whose worker stopped');
+    this.options.onRunFinished?.('failed', 'internal');
+    return ACK;
   }
 
   /**
@@ -245,7 +292,37 @@ export class AgentWorker {
     keyAndAccount: ChangeTracker | undefined,
   ): Promise<Settlement> {
     const { commands } = this.options.infrastructure;
+    const { workspaceId, accountId, runId } = run;
+    if (!(await this.claim(run, subjects, keyAndAccount))) return ACK;
+    const controller = new AbortController();
+    this.inFlight.set(runId, controller);
+    this.claimsNotBegun.delete(runId);
+    const heartbeat = setInterval(() => message.working(), Math.max(250, Math.floor(this.options.ackWaitMs / 3)));
+    this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
+    try {
+      const outcome = await this.runWithShutdown(controller, () =>
+        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active, ...(keyAndAccount ? { keyAndAccount } : {}) }, this.actor),
+      );
+      await this.recordOutcome(run, outcome, controller.signal);
+      const code = outcome.kind === 'failed' ? outcome.code : '';
+      this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
+      this.options.onRunFinished?.(outcome.kind, code);
+      return ACK;
+    } finally {
+      clearInterval(heartbeat);
+      this.inFlight.delete(runId);
+    }
+  }
+
+  /**
+   * Claims the run for this worker: false when it may not be claimed (the message is done).
+   * A claim that throws is remembered as possibly stored, so that the message's next delivery
+   * here runs the run instead of failing it as orphaned.
+   */
+  private async claim(run: ClaimableRun, subjects: RunSubjects, keyAndAccount: ChangeTracker | undefined): Promise<boolean> {
+    const { commands } = this.options.infrastructure;
     const { workspaceId, accountId, runId, meta } = run;
+    this.claiming.add(runId);
     try {
       // Decided on the account as handle() just read it: no second read (a conflict or a refusal reads again).
       const claimed = await commands.handle(
@@ -254,27 +331,43 @@ export class AgentWorker {
         { preferRemembered: true },
       );
       keyAndAccount?.storedItself(subjects.account, claimed.appended.length);
+      return true;
     } catch (error) {
-      if (error instanceof RunNotClaimableError) return ACK;
+      if (error instanceof RunNotClaimableError) {
+        this.claimsNotBegun.delete(runId);
+        return false;
+      }
+      this.claimsNotBegun.add(runId);
       throw error;
-    }
-    const controller = new AbortController();
-    this.inFlight.set(runId, controller);
-    const heartbeat = setInterval(() => message.working(), Math.max(250, Math.floor(this.options.ackWaitMs / 3)));
-    this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
-    try {
-      const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active, ...(keyAndAccount ? { keyAndAccount } : {}) }, this.actor),
-      );
-      // Usually nothing was stored on the account since this worker's RunStarted: decided on that state, no read.
-      await commands.handle(accountDecider, { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta }, { preferRemembered: true });
-      const code = outcome.kind === 'failed' ? outcome.code : '';
-      this.options.logger.info({ run_id: runId, outcome: outcome.kind, code: code || undefined, duration_ms: outcome.durationMs }, 'run finished');
-      this.options.onRunFinished?.(outcome.kind, code);
-      return ACK;
     } finally {
-      clearInterval(heartbeat);
-      this.inFlight.delete(runId);
+      this.claiming.delete(runId);
+    }
+  }
+
+  /**
+   * Ends the run with its outcome. The outcome (the agent's answer, its usage) exists only in
+   * this process: while the event log is unreachable, past the command's own allowance too,
+   * recording it is tried again with a backoff, the run staying in flight (its message
+   * heartbeated, its liveness answered) so that nobody fails it as orphaned meanwhile. Only a
+   * stop of the worker past its grace (`stopping`) gives up; other errors are not retried.
+   */
+  private async recordOutcome(run: ClaimableRun, outcome: RunOutcome, stopping: AbortSignal): Promise<void> {
+    const { commands } = this.options.infrastructure;
+    const { workspaceId, accountId, runId, meta } = run;
+    const command = { type: 'FinishRun', workspaceId, accountId, runId, workerId: this.workerId, outcome, meta } as const;
+    // Usually nothing was stored on the account since this worker's RunStarted: decided on that state, no read.
+    let options: HandleOptions = { preferRemembered: true };
+    for (let delayMs = FINISH_RETRY_FIRST_MS; ; delayMs = Math.min(2 * delayMs, FINISH_RETRY_MAX_MS)) {
+      try {
+        await commands.handle(accountDecider, command, options);
+        return;
+      } catch (error) {
+        if (!unavailableError(error) || stopping.aborted) throw error;
+        this.options.logger.warn({ run_id: runId, err: error, retry_in_ms: delayMs }, 'could not record how a run ended: the event log is unavailable; trying again');
+        if (!(await sleepUnlessAborted(delayMs, stopping))) throw error;
+      }
+      // The backoff is ours from here: one attempt per step, so a stop is noticed within a step.
+      options = { preferRemembered: true, outageRideThroughMs: 0 };
     }
   }
 
@@ -296,4 +389,20 @@ export class AgentWorker {
     );
     return Promise.race([work(), aborted]);
   }
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }

@@ -27,7 +27,7 @@ const start = (runId = 'run-2', workspaceId = 'ws'): StartRun => ({ type: 'Start
   meta,
 });
 const cancel = (runId = 'run-1', knownStatus = 'queued'): CancelRun => ({ type: 'CancelRun', workspaceId: 'ws', accountId: 'acc', runId, knownStatus, meta });
-const claim = (runId = 'run-1'): ClaimRun => ({ type: 'ClaimRun', workspaceId: 'ws', accountId: 'acc', runId, workerId: 'w1', agent: { kind: 'rules', model: 'r' }, meta });
+const claim = (runId = 'run-1', workerId = 'w1'): ClaimRun => ({ type: 'ClaimRun', workspaceId: 'ws', accountId: 'acc', runId, workerId, agent: { kind: 'rules', model: 'r' }, meta });
 const finish = (workerId: string | null = 'w1'): FinishRun => ({ type: 'FinishRun',
   workspaceId: 'ws',
   accountId: 'acc',
@@ -60,7 +60,11 @@ describe('run lifecycle decisions (account aggregate)', () => {
     const spec = deciderSpec(accountDecider);
     it('starts a queued run', () => spec.given([created, queued()]).when(claim()).then([{ type: 'RunStarted', data: { worker_id: 'w1' } }]));
     it('loses to a cancel', () => spec.given([created, queued(), recorded('RunCanceled', { run_id: 'run-1' })]).when(claim()).thenThrows(RunNotClaimableError));
-    it('never starts a run twice', () => spec.given([created, queued(), started()]).when(claim()).thenThrows(RunNotClaimableError));
+    it('never starts a run twice: another worker cannot take a running run', () =>
+      spec.given([created, queued(), started('run-1', 'w2')]).when(claim('run-1', 'w1')).thenThrows(RunNotClaimableError));
+    it('appends nothing for a claim by the worker that already holds the run (its RunStarted stored, the acknowledgement lost)', () =>
+      spec.given([created, queued(), started('run-1', 'w1')]).when(claim('run-1', 'w1')).thenNothing());
+    it('refuses the holder of a run that already ended', () => spec.given([created, queued(), started(), succeeded()]).when(claim()).thenThrows(RunNotClaimableError));
   });
 
   describe('finish', () => {
