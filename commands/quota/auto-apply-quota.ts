@@ -28,24 +28,34 @@ export interface QuotaState {
   readonly actionIds: readonly string[];
   /** Keyed by `bandKey(campaign, field)`. */
   readonly bands: Readonly<Record<string, DayBand>>;
+  /**
+   * When each campaign field's latest auto-applied change was decided (the reservation's
+   * event time), keyed like `bands`: the next day's first hours are held apart from it.
+   */
+  readonly changedAt: Readonly<Record<string, string>>;
   /** Sum of the 30-day spend shares (fractions) auto-applied negatives and pauses touch today. */
   readonly spendShare: number;
 }
 
 export const bandKey = (campaignId: string, field: BandedField) => `${campaignId}/${field}`;
 
+/** How long two auto-applied changes to different budget/target settings of one campaign are held apart. */
+export const CAMPAIGN_SETTING_SPACING_MS = 86_400_000;
+
 const quotaFold = {
-  stateVersion: 2,
-  initialState: (): QuotaState => ({ actionIds: [], bands: {}, spendShare: 0 }),
+  // 3: changedAt.
+  stateVersion: 3,
+  initialState: (): QuotaState => ({ actionIds: [], bands: {}, changedAt: {}, spendShare: 0 }),
   evolve(state: QuotaState, event: DomainEvent): QuotaState {
     if (event.type !== 'AutoApplySlotReserved') return state;
     const { band, spend_share } = event.data;
+    const counted = { ...state, actionIds: [...state.actionIds, event.data.action_id], spendShare: state.spendShare + (spend_share ?? 0) };
+    if (!band) return counted;
+    const key = bandKey(band.campaign_id, band.field);
     return {
-      actionIds: [...state.actionIds, event.data.action_id],
-      bands: band
-        ? { ...state.bands, [bandKey(band.campaign_id, band.field)]: { baseline: band.baseline, value: band.value } }
-        : state.bands,
-      spendShare: state.spendShare + (spend_share ?? 0),
+      ...counted,
+      bands: { ...state.bands, [key]: { baseline: band.baseline, value: band.value } },
+      changedAt: { ...state.changedAt, [key]: event.time },
     };
   },
 };
@@ -105,6 +115,25 @@ export class CampaignAlreadyChangedTodayError extends Error {
   }
 }
 
+/**
+ * Another budget or target field of the campaign had an auto-applied change on the previous
+ * UTC day, less than 24 hours ago: a new UTC day must not let a budget change at 00:00:00.1
+ * follow a target change at 23:59:59.9. A CampaignAlreadyChangedTodayError (same refusal,
+ * queued as review), with the time it is measured from.
+ */
+export class CampaignChangedWithinADayError extends CampaignAlreadyChangedTodayError {
+  readonly changedAt: string;
+
+  constructor(campaignId: string, otherField: BandedField, changedAt: string) {
+    super(campaignId, otherField);
+    this.message =
+      `the campaign's ${otherField} had an auto-applied change at ${changedAt}, less than 24 hours ago; ` +
+      'one budget or target setting per campaign within 24 hours is auto-applied (learning period)';
+    this.changedAt = changedAt;
+    this.name = 'CampaignChangedWithinADayError';
+  }
+}
+
 /** The account's auto-applied negatives and pauses would touch more of its 30-day spend today than the cap. */
 export class DailySpendShareCapError extends Error {
   readonly used: number;
@@ -135,6 +164,12 @@ export interface ReserveAutoApplySlot {
   readonly actionId: string;
   readonly cap: number;
   readonly touch: AutoApplyTouch;
+  /**
+   * `changedAt` of the previous UTC day's quota aggregate of the account (read by the caller;
+   * a decision sees one aggregate): a band touch is refused within 24 hours of an auto-applied
+   * change to another setting of the campaign recorded there. Absent: nothing recorded.
+   */
+  readonly previousDayChangedAt?: QuotaState['changedAt'];
   readonly meta: CommandMeta;
 }
 
@@ -149,8 +184,7 @@ export function decideReserveAutoApplySlot(command: ReserveAutoApplySlot, state:
   let band: { campaign_id: string; field: BandedField; baseline: number; value: number } | undefined;
   let spendShare: number | undefined;
   if (touch.kind === 'band') {
-    const otherField = BANDED_FIELDS.find((field) => field !== touch.field && state.bands[bandKey(touch.campaignId, field)] !== undefined);
-    if (otherField) throw new CampaignAlreadyChangedTodayError(touch.campaignId, otherField);
+    assertNoOtherSettingChanged(touch, state, command.previousDayChangedAt ?? {}, command.meta.now ?? new Date());
     const baseline = state.bands[bandKey(touch.campaignId, touch.field)]?.baseline ?? touch.current;
     if (!(baseline > 0) || Math.abs((touch.next - baseline) / baseline) > touch.safeMax + EPSILON) {
       throw new DayBandExceededError(touch.field, baseline, touch.next, touch.safeMax);
@@ -178,6 +212,30 @@ export function decideReserveAutoApplySlot(command: ReserveAutoApplySlot, state:
       command.meta,
     ),
   ];
+}
+
+/**
+ * One budget-or-target setting of a campaign per 24 hours: any auto-applied change to another
+ * of its settings today (every instant of today is within 24 hours of now), or on the previous
+ * UTC day less than 24 hours before `now`, refuses the touch. Two settings changed within a day
+ * of each other would both go live before either is recorded as applied, where the learning
+ * period (which counts applied changes) could not hold them apart.
+ */
+function assertNoOtherSettingChanged(
+  touch: Extract<AutoApplyTouch, { kind: 'band' }>,
+  today: QuotaState,
+  previousDayChangedAt: QuotaState['changedAt'],
+  now: Date,
+): void {
+  const others = BANDED_FIELDS.filter((field) => field !== touch.field);
+  const changedToday = others.find((field) => today.bands[bandKey(touch.campaignId, field)] !== undefined);
+  if (changedToday) throw new CampaignAlreadyChangedTodayError(touch.campaignId, changedToday);
+  for (const field of others) {
+    const at = previousDayChangedAt[bandKey(touch.campaignId, field)];
+    if (at !== undefined && now.getTime() - Date.parse(at) < CAMPAIGN_SETTING_SPACING_MS) {
+      throw new CampaignChangedWithinADayError(touch.campaignId, field, at);
+    }
+  }
 }
 
 export type QuotaCommand = ReserveAutoApplySlot;

@@ -219,7 +219,11 @@ export const ACTION_KINDS_DOC: KindDocs = {
   set_campaign_budget: {
     summary: "Set a campaign's daily budget.",
     params: { campaign_id: 'Campaign id.', daily_budget: 'New daily budget, in account currency.' },
-    basedOn: { campaign_status: 'Campaign status when proposed.', daily_budget: 'Daily budget when proposed.' },
+    basedOn: {
+      campaign_status: 'Campaign status when proposed.',
+      daily_budget: 'Daily budget when proposed.',
+      shared_budget: 'The shared budget the campaign drew on, `{id, campaign_ids}`, or null for a budget of its own (a shared one makes the action `review`); absent on actions proposed before it was recorded.',
+    },
   },
   set_target_cpa: {
     summary: "Set the target CPA of a campaign's maximize_conversions strategy.",

@@ -26,11 +26,24 @@ export interface BiddingStrategy {
   readonly portfolio: { readonly id: string; readonly name: string; readonly campaign_ids: readonly string[] } | null;
 }
 
+/**
+ * A budget several campaigns can draw on (Google Ads' explicitly shared budgets): changing its
+ * amount moves every campaign on it, whichever campaign the change names.
+ */
+export interface SharedBudget {
+  readonly id: string;
+  /** The campaigns (not removed) that draw on it, this one included. */
+  readonly campaign_ids: readonly string[];
+}
+
 export interface Campaign {
   readonly id: string;
   readonly name: string;
   readonly status: 'enabled' | 'paused' | 'removed';
+  /** The amount of the campaign's budget: its own, or the shared budget's. */
   readonly daily_budget: number;
+  /** The shared budget the campaign draws on; null when its budget is its own. */
+  readonly shared_budget: SharedBudget | null;
   readonly bidding_strategy: BiddingStrategy;
 }
 

@@ -1,4 +1,4 @@
-import type { Campaign, MatchType } from '../platform/ads-platform.ts';
+import type { Campaign, MatchType, SharedBudget } from '../platform/ads-platform.ts';
 
 /**
  * A proposed change before the policy classified it: the change itself (`params`) and the
@@ -29,7 +29,7 @@ export type ActionDraft =
   | {
       readonly kind: 'set_campaign_budget';
       readonly params: { readonly campaign_id: string; readonly daily_budget: number };
-      readonly based_on: { readonly campaign_status: string; readonly daily_budget: number };
+      readonly based_on: BudgetBasis;
     }
   | {
       readonly kind: 'set_target_cpa';
@@ -41,6 +41,22 @@ export type ActionDraft =
       readonly params: { readonly campaign_id: string; readonly target_roas_pct: number };
       readonly based_on: TargetBasis & { readonly target_roas_pct: number | null };
     };
+
+export interface BudgetBasis {
+  readonly campaign_status: string;
+  readonly daily_budget: number;
+  /**
+   * The shared budget the campaign draws on (a change moves every campaign on it), null when
+   * the budget is the campaign's own. Absent when the proposer did not read it: the proposal
+   * service reads it from the platform before the policy classifies (`withBudgetSharing`).
+   */
+  readonly shared_budget?: SharedBudget | null;
+}
+
+/** What a budget change on `campaign` is based on: the same for proposals, edits and the apply-time classification. */
+export function budgetBasisOf(campaign: Campaign): Required<BudgetBasis> {
+  return { campaign_status: campaign.status, daily_budget: campaign.daily_budget, shared_budget: campaign.shared_budget };
+}
 
 export interface TargetBasis {
   readonly campaign_status: string;

@@ -1,6 +1,6 @@
 import type { ActionKind, RiskTier } from '../events/catalogue/index.ts';
 import { tokensOf } from '../platform/keyword-match.ts';
-import type { ActionDraft } from './action-draft.ts';
+import type { ActionDraft, BudgetBasis } from './action-draft.ts';
 
 export interface Classification {
   readonly risk_tier: RiskTier;
@@ -81,6 +81,21 @@ function dayAndLearningReasons(kind: (typeof BUDGET_AND_TARGET_KINDS)[number], c
   return reasons;
 }
 
+/**
+ * A budget change is safe only on a budget of the campaign's own. A shared budget's change
+ * moves every campaign on it, while the day band, the one-setting-per-day rule and the
+ * learning period count per campaign: N campaigns on one budget would let a day move it N
+ * "safe" steps and never hold it in a learning period. Returns why it is not safe, or null.
+ */
+function sharedBudgetReason(shared: BudgetBasis['shared_budget']): string | null {
+  if (shared === undefined) return "whether the campaign's budget is shared with other campaigns was not read from the platform: a shared budget's change moves every campaign on it";
+  if (shared === null) return null;
+  return (
+    `the campaign's budget ${shared.id} is a shared budget (campaigns ${shared.campaign_ids.join(', ')}): the change moves every campaign on it, ` +
+    'and the day band and learning period count per campaign'
+  );
+}
+
 /** Classifies a draft into safe, review or blocked, with the reasons for it. Pure. */
 export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_POLICY_CONTEXT): Classification {
   const reasons: string[] = [];
@@ -151,9 +166,11 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (Math.abs(change) > L.budgetChangeMax) return blocked(`changes the budget by ${pct(change)} (maximum ±${pct(L.budgetChangeMax)})`);
       const withinStep = Math.abs(change) <= L.budgetChangeSafeMax;
       reasons.push(`budget change of ${pct(change)} ${withinStep ? 'is within' : 'exceeds'} the safe ±${pct(L.budgetChangeSafeMax)}`);
+      const shared = sharedBudgetReason(draft.based_on.shared_budget);
+      if (shared) reasons.push(shared);
       const held = dayAndLearningReasons(draft.kind, current, next, L.budgetChangeSafeMax, context);
       reasons.push(...held);
-      return { risk_tier: withinStep && held.length === 0 ? 'safe' : 'review', policy_reasons: reasons };
+      return { risk_tier: withinStep && !shared && held.length === 0 ? 'safe' : 'review', policy_reasons: reasons };
     }
     case 'set_target_cpa':
     case 'set_target_roas': {

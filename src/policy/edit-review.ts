@@ -4,7 +4,7 @@ import type { Aggregates } from '../../commands/shared/aggregates.ts';
 import { last30Days } from '../agent/tools/date-range.ts';
 import type { AdsPlatform, Campaign, MatchType, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { CampaignNotFoundError } from '../platform/platform-errors.ts';
-import type { ActionDraft } from './action-draft.ts';
+import { budgetBasisOf, type ActionDraft } from './action-draft.ts';
 import { classifyAction } from './classify-action.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
 import { PolicyContextReader, type AppliedChangeLookup } from './policy-context.ts';
@@ -32,7 +32,7 @@ async function editedDraft(
     case 'set_campaign_budget': {
       const budget = params.daily_budget as number;
       return {
-        draft: { kind: 'set_campaign_budget', params: { campaign_id: campaign.id, daily_budget: budget }, based_on: { campaign_status: campaign.status, daily_budget: campaign.daily_budget } },
+        draft: { kind: 'set_campaign_budget', params: { campaign_id: campaign.id, daily_budget: budget }, based_on: budgetBasisOf(campaign) },
         summary: `Change the daily budget of "${campaign.name}" from ${campaign.daily_budget} to ${budget}`.slice(0, 500),
       };
     }

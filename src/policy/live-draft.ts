@@ -1,7 +1,7 @@
 import type { ActionState } from '../../commands/action/action-state.ts';
 import { last30Days } from '../agent/tools/date-range.ts';
 import type { AdsPlatform, Campaign, MatchType, PlatformAccountRef } from '../platform/ads-platform.ts';
-import { targetBasisOf, type ActionDraft } from './action-draft.ts';
+import { budgetBasisOf, targetBasisOf, type ActionDraft } from './action-draft.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
 
 /**
@@ -38,7 +38,7 @@ export async function liveDraft(platform: AdsPlatform, account: PlatformAccountR
     case 'set_campaign_budget': {
       const campaign = await campaignOf(params.campaign_id);
       if (!campaign) return null;
-      return { kind: 'set_campaign_budget', params: { campaign_id: campaign.id, daily_budget: params.daily_budget }, based_on: { campaign_status: campaign.status, daily_budget: campaign.daily_budget } };
+      return { kind: 'set_campaign_budget', params: { campaign_id: campaign.id, daily_budget: params.daily_budget }, based_on: budgetBasisOf(campaign) };
     }
     case 'set_target_cpa':
     case 'set_target_roas': {

@@ -20,7 +20,9 @@ import { classifyAction, type Classification } from './classify-action.ts';
 import { autoApplyTouch, PolicyContextReader, utcDay, type AppliedChangeLookup } from './policy-context.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
-import { loadWorkspace, loadAccount } from '../../commands/queries.ts';
+import { loadWorkspace, loadAccount, loadQuota } from '../../commands/queries.ts';
+
+const DAY_MS = 86_400_000;
 
 /** Refusals of a dry run that make a proposal blocked; anything else (not connected, unavailable) fails the proposal. */
 const DRY_RUN_REFUSALS = new Set(['platform-request-refused', 'change-not-applicable', 'campaign-not-found', 'keyword-not-found']);
@@ -97,7 +99,27 @@ export class ProposalService {
     }
   }
 
-  async propose(request: ProposalRequest): Promise<ActionRepresentation> {
+  /**
+   * A budget draft with whether its budget is shared, read from the platform when the proposer
+   * did not read it (the agent's tool): a shared budget's change moves every campaign on it,
+   * so the policy must never take a budget for the campaign's own without asking. Sandbox
+   * budgets are never shared (`SandboxCampaign`); anything that cannot be read stays unread,
+   * which the policy classifies `review`.
+   */
+  private async withBudgetSharing(request: ProposalRequest): Promise<ActionDraft> {
+    const draft = request.draft;
+    if (draft.kind !== 'set_campaign_budget' || draft.based_on.shared_budget !== undefined) return draft;
+    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
+    const ref = platformAccountOf(request.accountId, account.state);
+    if (!ref) return draft;
+    if (!this.platform) return ref.platform === 'sandbox' ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft;
+    const campaign = await this.platform.getCampaign(ref, draft.params.campaign_id);
+    return campaign ? { ...draft, based_on: { ...draft.based_on, shared_budget: campaign.shared_budget } } : draft;
+  }
+
+  async propose(proposed: ProposalRequest): Promise<ActionRepresentation> {
+    // Classified and recorded with what the platform says of the budget, which the apply re-check compares.
+    const request: ProposalRequest = { ...proposed, draft: await this.withBudgetSharing(proposed) };
     const now = request.meta.now ?? this.clock();
     const meta = { ...request.meta, now };
     const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
@@ -170,6 +192,7 @@ export class ProposalService {
     });
     if (step.kind === 'decided') return step.decision;
     const day = utcDay(now);
+    const touch = autoApplyTouch(request.draft);
     let outcome: SlotOutcome;
     try {
       const reserved = await this.commands.handle(quotaDecider, {
@@ -179,7 +202,8 @@ export class ProposalService {
         day,
         actionId,
         cap: AUTO_APPLY_DAILY_CAP,
-        touch: autoApplyTouch(request.draft),
+        touch,
+        previousDayChangedAt: touch.kind === 'band' ? await this.previousDayChangedAt(request, now) : undefined,
         meta: request.meta,
       });
       outcome = { kind: 'reserved', slot: reserved.state.actionIds.length };
@@ -189,6 +213,19 @@ export class ProposalService {
       outcome = { kind: 'refused', refusal };
     }
     return settleAutoApplySlot(step, outcome, { day, cap: AUTO_APPLY_DAILY_CAP });
+  }
+
+  /**
+   * When the previous UTC day's auto-applied budget and target changes were decided: the slot
+   * is reserved on today's aggregate alone, so the rule "one setting per campaign within 24
+   * hours" needs yesterday's record handed to it, or it would start afresh at midnight. A
+   * reservation landing on yesterday's aggregate while this one runs (a proposal a few
+   * milliseconds before midnight) can be missed here; the apply worker's re-classification
+   * counts it (docs/policy.md, "Learning period").
+   */
+  private async previousDayChangedAt(request: ProposalRequest, now: Date) {
+    const previousDay = utcDay(new Date(now.getTime() - DAY_MS));
+    return (await loadQuota(this.commands.aggregates, request.workspaceId, request.accountId, previousDay)).state.changedAt;
   }
 }
 

@@ -1,9 +1,23 @@
 import type { ActionState } from '../../commands/action/action-state.ts';
-import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../platform/ads-platform.ts';
+import type { AdsPlatform, PlatformAccountRef, PlatformChange, SharedBudget } from '../platform/ads-platform.ts';
 
 export type Recheck = { readonly ok: true; readonly change: PlatformChange } | { readonly ok: false; readonly reason: string };
 
 const same = (a: unknown, b: unknown) => typeof a === 'number' && typeof b === 'number' ? Math.abs(a - b) < 0.005 : a === b;
+
+/**
+ * Why a budget change would now move campaigns the proposal did not count, or null: the
+ * campaign's budget became shared (or another shared one), or more campaigns joined it. A
+ * basis without `shared_budget` (proposed before it was recorded) counts as a budget of its own.
+ */
+function budgetSharingChange(campaignId: string, live: SharedBudget | null, recorded: SharedBudget | null | undefined): string | null {
+  if (live === null) return null;
+  if (recorded?.id !== live.id) {
+    return `the campaign's budget became shared budget ${live.id} (campaigns ${live.campaign_ids.join(', ')}) since the proposal: the change would move every campaign on it`;
+  }
+  const joined = live.campaign_ids.filter((id) => id !== campaignId && !recorded.campaign_ids.includes(id));
+  return joined.length > 0 ? `campaigns ${joined.join(', ')} joined the shared budget ${live.id} since the proposal: the change would move them too` : null;
+}
 
 /**
  * The apply worker's re-check: is the platform still as it was when the action was
@@ -39,6 +53,8 @@ export async function recheckAction(platform: AdsPlatform, account: PlatformAcco
       if (!same(campaign.daily_budget, basis.daily_budget) && !same(campaign.daily_budget, params.daily_budget)) {
         return { ok: false, reason: `the daily budget changed since the proposal (was ${basis.daily_budget}, now ${campaign.daily_budget})` };
       }
+      const sharing = budgetSharingChange(campaign.id, campaign.shared_budget, basis.shared_budget);
+      if (sharing) return { ok: false, reason: sharing };
       return { ok: true, change: { kind: 'set_campaign_budget', campaign_id: campaign.id, daily_budget: params.daily_budget } };
     }
     case 'set_target_cpa':

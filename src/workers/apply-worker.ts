@@ -67,11 +67,12 @@ export interface ApplyWorkerOptions {
  * The apply-worker role: consumes approved and auto-applied actions, re-checks them (kill
  * switch for auto-applied ones, the platform state the proposal was based on), classifies
  * auto-applied ones again against live values, then claims the action for a lease
- * (ActionApplyStarted), applies the change through the platform port while heartbeating
- * the claim, and records ActionApplied — or ActionReturnedToQueue with the reason. A failed
- * platform call is recorded and retried with backoff, at most 5 times. While a claim is
- * live nobody else applies the action, and only its holder can record the outcome;
- * platform changes are idempotent, so a takeover after a crash changes nothing twice.
+ * (ActionApplyStarted), looks at the kill switch again (auto-applied ones), applies the
+ * change through the platform port while heartbeating the claim, and records ActionApplied —
+ * or ActionReturnedToQueue with the reason. A failed platform call is recorded and retried
+ * with backoff, at most 5 times. While a claim is live nobody else applies the action, and
+ * only its holder can record the outcome; platform changes are idempotent, so a takeover
+ * after a crash changes nothing twice.
  */
 export class ApplyWorker {
   readonly workerId: string;
@@ -100,7 +101,9 @@ export class ApplyWorker {
       onParked: options.onParked,
       onRestart: options.onLoopRestart,
     });
-    this.policyContext = new PolicyContextReader(options.infrastructure.aggregates, new ApprovalsAppliedChangeLookup(options.infrastructure.database.db));
+    // The last look before a change goes live counts changes on their way live too, not only
+    // applied ones: two auto-applied changes of one campaign handled in one batch must not both pass.
+    this.policyContext = new PolicyContextReader(options.infrastructure.aggregates, new ApprovalsAppliedChangeLookup(options.infrastructure.database.db, { count: 'decided' }));
     this.barrier = new ReadBarrier(options.infrastructure.store, options.infrastructure.database.db);
   }
 
@@ -159,7 +162,7 @@ export class ApplyWorker {
     };
 
     if (action.autoApplied) {
-      const stopped = killSwitchStop((await loadWorkspace(aggregates, workspaceId)).state);
+      const stopped = await this.killSwitchStops(workspaceId);
       if (stopped) return returnToQueue(stopped);
     }
     const accountState = (await loadAccount(aggregates, workspaceId, accountId)).state;
@@ -206,6 +209,20 @@ export class ApplyWorker {
       }
     };
 
+    // The switch may have been engaged while the re-check and re-classification ran (platform
+    // calls, up to 3 s waiting for the read model): look again under the claim, right before
+    // the change goes live, and hand the action back as the first look does. Approved actions
+    // are applied whatever the switch says (docs/api.md, "Kill switch").
+    if (action.autoApplied) {
+      const stopped = await this.killSwitchStops(workspaceId);
+      if (stopped) {
+        if (!(await finish({ kind: 'returned', reason: stopped }))) return null;
+        this.options.logger.info({ action_id: actionId, reason: stopped }, 'action returned to the queue');
+        this.options.onApplyResult?.('returned');
+        return null;
+      }
+    }
+
     const heartbeat = this.heartbeat(message, { ...onAction, type: 'HeartbeatApply', claimId, leaseMs });
     let partialFailures: PartialFailure[] = [];
     let appliedOperations: AppliedOperation[] = [];
@@ -238,6 +255,11 @@ export class ApplyWorker {
     return null;
   }
 
+  /** The kill switch's reason when it is engaged (it stops auto-applied actions only), read again at each look. */
+  private async killSwitchStops(workspaceId: string): Promise<string | null> {
+    return killSwitchStop((await loadWorkspace(this.options.infrastructure.aggregates, workspaceId)).state);
+  }
+
   /**
    * Auto-applied actions are classified again right before they go live, against the
    * platform's live values, the day's band and the learning period: what was safe when
@@ -254,8 +276,8 @@ export class ApplyWorker {
     const now = this.options.clock?.() ?? new Date();
     const draft = await liveDraft(this.options.platform, account, action, now);
     if (!draft) return { kind: 'not-safe', reason: 'what the action changes no longer exists on the platform' };
-    // The learning period reads applied changes from the approvals read model: it must have
-    // seen everything recorded so far, or a change applied a moment ago would be missed.
+    // The learning period reads the approvals read model: it must have seen everything recorded
+    // so far, or a change applied a moment ago, or one auto-applied just before this one, would be missed.
     if (bandedChange(draft) && !(await this.barrier.catchUp(APPROVALS_PROJECTION))) return { kind: 'wait' };
     const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
     const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { SharedBudget } from '../../src/platform/ads-platform.ts';
 import type { ActionDraft } from '../../src/policy/action-draft.ts';
 import { classifyAction } from '../../src/policy/classify-action.ts';
 
@@ -9,10 +10,10 @@ const negatives = (count: number, basis: Partial<Extract<ActionDraft, { kind: 'a
   params: { campaign_id: 'c', keywords: Array.from({ length: count }, (_, i) => ({ text: `w${i}`, match_type: 'phrase' as const })) },
   based_on: { campaign_status: 'enabled', matched_cost_30d: 50, matched_conversions_30d: 0, account_cost_30d: 10_000, blocked_keywords: [], ...basis },
 });
-const budget = (from: number, to: number): ActionDraft => ({
+const budget = (from: number, to: number, shared: SharedBudget | null = null): ActionDraft => ({
   kind: 'set_campaign_budget',
   params: { campaign_id: 'c', daily_budget: to },
-  based_on: { campaign_status: 'enabled', daily_budget: from },
+  based_on: { campaign_status: 'enabled', daily_budget: from, shared_budget: shared },
 });
 const cpa = (from: number, to: number, portfolio: string | null = null): ActionDraft => ({
   kind: 'set_target_cpa',
@@ -66,6 +67,25 @@ describe('safe-apply policy classification', () => {
     expect(tier(cpa(20, 30.2))).to.equal('blocked');
     expect(tier(cpa(20, 21, 'p1'))).to.equal('review');
     expect(classifyAction(cpa(20, 21, 'p1')).policy_reasons.join(' ')).to.include('moves 2 campaigns');
+  });
+
+  it('budgets on a shared budget: never safe, whatever the step (it moves every campaign on it); still blocked beyond ±100 %', () => {
+    const shared = { id: '501', campaign_ids: ['c', 'd'] };
+    const small = classifyAction(budget(100, 105, shared));
+    expect(small.risk_tier).to.equal('review');
+    expect(small.policy_reasons).to.deep.equal([
+      'budget change of 5.0% is within the safe ±20.0%',
+      "the campaign's budget 501 is a shared budget (campaigns c, d): the change moves every campaign on it, and the day band and learning period count per campaign",
+    ]);
+    expect(tier(budget(100, 150, shared))).to.equal('review');
+    expect(tier(budget(100, 201, shared))).to.equal('blocked');
+  });
+
+  it('budgets whose sharing was not read from the platform: review, never taken for the campaign’s own', () => {
+    const unread: ActionDraft = { kind: 'set_campaign_budget', params: { campaign_id: 'c', daily_budget: 105 }, based_on: { campaign_status: 'enabled', daily_budget: 100 } };
+    const result = classifyAction(unread);
+    expect(result.risk_tier).to.equal('review');
+    expect(result.policy_reasons.join(' ')).to.include("whether the campaign's budget is shared with other campaigns was not read from the platform");
   });
 
   it('budgets and targets are measured from the day baseline too: a day of small steps cannot compound', () => {

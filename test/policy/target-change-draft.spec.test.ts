@@ -8,6 +8,7 @@ const campaign = (strategy: Partial<BiddingStrategy>): Campaign => ({
   name: 'Brand',
   status: 'enabled',
   daily_budget: 50,
+  shared_budget: null,
   bidding_strategy: { type: 'maximize_conversions', target_cpa: 20, target_roas_pct: null, portfolio: null, ...strategy },
 });
 const cpaCampaign = campaign({});

@@ -695,13 +695,18 @@ const documentWithoutPaths = {
       Campaign: {
         type: 'object',
         additionalProperties: false,
-        required: ['object', 'id', 'name', 'status', 'daily_budget', 'bidding_strategy'],
+        required: ['object', 'id', 'name', 'status', 'daily_budget', 'shared_budget', 'bidding_strategy'],
         properties: {
           object: { const: 'campaign' },
           id: { ...campaignIdSchema, description: 'Used as {campaignId} by the target endpoint.' },
           name: { type: 'string' },
           status: { enum: [...CAMPAIGN_STATUSES] },
-          daily_budget: { type: 'number', minimum: 0, description: 'In account currency units (12.5 = 12.50).' },
+          daily_budget: { type: 'number', minimum: 0, description: 'In account currency units (12.5 = 12.50): the campaign’s own budget, or the shared budget’s.' },
+          shared_budget: nullable({
+            ...closed({ id: { type: 'string', minLength: 1 }, campaign_ids: { type: 'array', minItems: 1, items: campaignIdSchema } }),
+            description:
+              'A budget shared by several campaigns (Google Ads’ shared budgets; sandbox budgets never are): changing it moves every campaign on it, so the policy never auto-applies it. Null for a budget of the campaign’s own.',
+          }),
           bidding_strategy: ref('BiddingStrategy'),
         },
       },

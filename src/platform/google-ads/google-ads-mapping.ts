@@ -1,4 +1,4 @@
-import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics } from '../ads-platform.ts';
+import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics, SharedBudget } from '../ads-platform.ts';
 import { cents } from '../sandbox/sandbox-metrics.ts';
 import { sanitizeText } from '../../text/hostile-text.ts';
 import type { GoogleAdsRow } from './google-ads-transport.ts';
@@ -115,7 +115,26 @@ export function portfolioOf(row: GoogleAdsRow): PortfolioRow {
   };
 }
 
-export function campaignOf(row: GoogleAdsRow, portfolios: ReadonlyMap<string, PortfolioRow>, portfolioMembers: ReadonlyMap<string, string[]>): GoogleCampaign {
+/**
+ * The shared budget a campaign row draws on, or null when the budget is the campaign's own.
+ * Google lets only an explicitly shared budget serve more than one campaign; a reference
+ * count above one is read as shared too, so a row that lacks the flag cannot pass as own.
+ *
+ * @param budgetMembers the campaigns (not removed) of each budget resource name
+ */
+export function sharedBudgetOf(row: GoogleAdsRow, budgetMembers: ReadonlyMap<string, string[]>): SharedBudget | null {
+  const explicitlyShared = at(row, 'campaignBudget.explicitlyShared') === true;
+  if (!explicitlyShared && number(row, 'campaignBudget.referenceCount') <= 1) return null;
+  const resourceName = text(row, 'campaign.campaignBudget');
+  return { id: text(row, 'campaignBudget.id') || resourceName.split('/').at(-1) || '', campaign_ids: budgetMembers.get(resourceName) ?? [text(row, 'campaign.id')] };
+}
+
+export function campaignOf(
+  row: GoogleAdsRow,
+  portfolios: ReadonlyMap<string, PortfolioRow>,
+  portfolioMembers: ReadonlyMap<string, string[]>,
+  budgetMembers: ReadonlyMap<string, string[]>,
+): GoogleCampaign {
   const rawStrategyType = text(row, 'campaign.biddingStrategyType');
   const portfolioResourceName = text(row, 'campaign.biddingStrategy') || null;
   const portfolio = portfolioResourceName ? portfolios.get(portfolioResourceName) : undefined;
@@ -140,6 +159,7 @@ export function campaignOf(row: GoogleAdsRow, portfolios: ReadonlyMap<string, Po
       name: text(row, 'campaign.name').slice(0, 200),
       status: status === 'ENABLED' ? 'enabled' : status === 'REMOVED' ? 'removed' : 'paused',
       daily_budget: microsToUnits(number(row, 'campaignBudget.amountMicros')),
+      shared_budget: sharedBudgetOf(row, budgetMembers),
       bidding_strategy: strategy,
     },
     rawStrategyType,

@@ -31,7 +31,7 @@ import {
   type GoogleCampaign,
   type PortfolioRow,
 } from './google-ads-mapping.ts';
-import type { GoogleAdsTarget, GoogleAdsTransport } from './google-ads-transport.ts';
+import type { GoogleAdsRow, GoogleAdsTarget, GoogleAdsTransport } from './google-ads-transport.ts';
 import { GoogleAdsRequestError, platformText } from './google-ads-errors.ts';
 
 /** Ids the adapter puts into GAQL: digits only, so no string from the model reaches a query. */
@@ -268,20 +268,22 @@ export class GoogleAdsPlatform implements AdsPlatform {
     return (await this.campaigns(target)).find((c) => c.campaign.id === campaignId) ?? null;
   }
 
-  /** Every campaign not removed, with the portfolios they bid with (and each portfolio's campaigns). */
+  /**
+   * Every campaign not removed, with the portfolios they bid with (and each portfolio's
+   * campaigns) and whether their budget is shared (and the campaigns sharing it): a change
+   * to either moves every campaign on it, which the policy must know.
+   */
   private async campaigns(target: GoogleAdsTarget): Promise<GoogleCampaign[]> {
     const rows = await this.transport.search(
       target,
       'SELECT campaign.resource_name, campaign.id, campaign.name, campaign.status, campaign.bidding_strategy_type, campaign.bidding_strategy, ' +
         'campaign.campaign_budget, campaign.maximize_conversions.target_cpa_micros, campaign.maximize_conversion_value.target_roas, ' +
-        'campaign.target_cpa.target_cpa_micros, campaign.target_roas.target_roas, campaign_budget.amount_micros ' +
+        'campaign.target_cpa.target_cpa_micros, campaign.target_roas.target_roas, campaign_budget.id, campaign_budget.amount_micros, ' +
+        'campaign_budget.explicitly_shared, campaign_budget.reference_count ' +
         "FROM campaign WHERE campaign.status != 'REMOVED' ORDER BY campaign.id",
     );
-    const members = new Map<string, string[]>();
-    for (const row of rows) {
-      const portfolio = text(row, 'campaign.biddingStrategy');
-      if (portfolio) members.set(portfolio, [...(members.get(portfolio) ?? []), text(row, 'campaign.id')]);
-    }
+    const members = membersBy(rows, 'campaign.biddingStrategy');
+    const budgetMembers = membersBy(rows, 'campaign.campaignBudget');
     const portfolios = new Map<string, PortfolioRow>();
     if (members.size > 0) {
       const strategies = await this.transport.search(
@@ -294,7 +296,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
         portfolios.set(portfolio.resourceName, portfolio);
       }
     }
-    return rows.map((row) => campaignOf(row, portfolios, members));
+    return rows.map((row) => campaignOf(row, portfolios, members, budgetMembers));
   }
 
   /** The 30 days up to yesterday (UTC), as the sandbox's summary covers. */
@@ -302,4 +304,14 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const day = (back: number) => new Date(this.now().getTime() - back * 86_400_000).toISOString().slice(0, 10);
     return { from: day(30), to: day(1) };
   }
+}
+
+/** The campaign ids of the rows by the resource at `path` (a portfolio, a budget), for resources several campaigns share. */
+function membersBy(rows: readonly GoogleAdsRow[], path: string): Map<string, string[]> {
+  const members = new Map<string, string[]>();
+  for (const row of rows) {
+    const shared = text(row, path);
+    if (shared) members.set(shared, [...(members.get(shared) ?? []), text(row, 'campaign.id')]);
+  }
+  return members;
 }

@@ -52,12 +52,12 @@ export class SandboxPlatform implements AdsPlatform {
     return queries.accountSummary(this.db, await this.open(account));
   }
 
-  async listCampaigns(account: PlatformAccountRef): Promise<Campaign[]> {
+  async listCampaigns(account: PlatformAccountRef): Promise<queries.SandboxCampaign[]> {
     const { accountId } = await this.open(account);
     return queries.listCampaigns(this.db, accountId);
   }
 
-  async getCampaign(account: PlatformAccountRef, campaignId: string): Promise<Campaign | null> {
+  async getCampaign(account: PlatformAccountRef, campaignId: string): Promise<queries.SandboxCampaign | null> {
     // An account has at most 7 campaigns: reusing the list keeps one mapping of strategies.
     return (await this.listCampaigns(account)).find((campaign) => campaign.id === campaignId) ?? null;
   }

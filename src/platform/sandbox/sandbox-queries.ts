@@ -86,8 +86,14 @@ export async function accountSummary(db: Db, account: SandboxAccount): Promise<A
   };
 }
 
+/**
+ * A sandbox campaign: every one has a budget of its own (the sandbox has no shared budgets),
+ * so a budget change moves that campaign only.
+ */
+export type SandboxCampaign = Campaign & { readonly shared_budget: null };
+
 /** Campaigns by name, each with its own or its portfolio's strategy. */
-export async function listCampaigns(db: Db, accountId: string): Promise<Campaign[]> {
+export async function listCampaigns(db: Db, accountId: string): Promise<SandboxCampaign[]> {
   const rows = await db
     .selectFrom('sandbox_campaigns as c')
     .leftJoin('sandbox_portfolios as p', (join) => join.onRef('p.account_id', '=', 'c.account_id').onRef('p.id', '=', 'c.portfolio_id'))
@@ -111,13 +117,14 @@ export async function listCampaigns(db: Db, accountId: string): Promise<Campaign
     .execute();
   const members = new Map<string, string[]>();
   for (const row of rows) if (row.portfolio_id) members.set(row.portfolio_id, [...(members.get(row.portfolio_id) ?? []), row.id]);
-  return rows.map((row) => {
+  return rows.map((row): SandboxCampaign => {
     const portfolio = row.portfolio_id;
     return {
       id: row.id,
       name: row.name,
       status: row.status,
       daily_budget: num(row.daily_budget),
+      shared_budget: null,
       bidding_strategy: {
         // The check constraint guarantees exactly one of the two is set.
         type: (portfolio ? row.portfolio_strategy_type : row.strategy_type) as BiddingStrategyType,

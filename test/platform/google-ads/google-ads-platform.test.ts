@@ -64,6 +64,27 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     expect(byId.get('666')!.bidding_strategy).to.deep.include({ type: 'maximize_conversions', target_cpa: 30 });
   });
 
+  it('reads whether a campaign budget is shared (explicitly_shared, reference_count) and which campaigns draw on it', async () => {
+    const customer = fake.accounts.get('1234567890')!;
+    expect((await platform.getCampaign(account, '111'))!.shared_budget).to.equal(null);
+    customer.campaigns.get('666')!.budgetId = '501';
+    customer.budgets.get('503')!.explicitlyShared = true;
+    try {
+      fake.requests.length = 0;
+      const byId = new Map((await platform.listCampaigns(account)).map((c) => [c.id, c]));
+      const query = String((fake.apiRequests()[0]!.body as { query: string }).query);
+      expect(query).to.include('campaign_budget.explicitly_shared').and.include('campaign_budget.reference_count');
+      expect(byId.get('111')).to.deep.include({ daily_budget: 50, shared_budget: { id: '501', campaign_ids: ['111', '666'] } });
+      expect(byId.get('666')).to.deep.include({ daily_budget: 50, shared_budget: { id: '501', campaign_ids: ['111', '666'] } });
+      // A shared budget only this campaign uses now is still shared: another campaign can join it any time.
+      expect(byId.get('333')!.shared_budget).to.deep.equal({ id: '503', campaign_ids: ['333'] });
+      expect(byId.get('222')!.shared_budget).to.equal(null);
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+      delete customer.budgets.get('503')!.explicitlyShared;
+    }
+  });
+
   it('sends the bearer token, developer-token and login-customer-id on every call, JSON as the API speaks it', async () => {
     fake.requests.length = 0;
     await platform.accountSummary(account);

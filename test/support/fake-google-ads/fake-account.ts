@@ -17,6 +17,13 @@ export interface FakeCampaign {
   targetRoas?: { targetRoas?: number };
 }
 
+export interface FakeBudget {
+  id: string;
+  amountMicros: number;
+  /** A shared budget in Google Ads; unset, a budget is shared when more than one campaign uses it (only a shared one can be). */
+  explicitlyShared?: boolean;
+}
+
 export interface FakePortfolio {
   id: string;
   name: string;
@@ -71,7 +78,7 @@ export interface FakeAccount {
   descriptiveName: string;
   currencyCode: string;
   timeZone: string;
-  budgets: Map<string, { id: string; amountMicros: number }>;
+  budgets: Map<string, FakeBudget>;
   portfolios: Map<string, FakePortfolio>;
   campaigns: Map<string, FakeCampaign>;
   adGroups: Map<string, { id: string; campaignId: string; name: string }>;

@@ -1,4 +1,4 @@
-import type { FakeAccount, FakeCampaign, FakeSearchTermDay } from './fake-account.ts';
+import type { FakeAccount, FakeBudget, FakeCampaign, FakeSearchTermDay } from './fake-account.ts';
 import { GaqlError, parseGaql, type Condition, type GaqlQuery, type Literal } from './gaql.ts';
 
 /**
@@ -10,7 +10,7 @@ import { GaqlError, parseGaql, type Condition, type GaqlQuery, type Literal } fr
 type FlatRow = Record<string, string | number | boolean | Record<string, unknown> | undefined>;
 
 const METRICS = ['metrics.impressions', 'metrics.clicks', 'metrics.cost_micros', 'metrics.conversions', 'metrics.conversions_value'];
-const INT64 = /(^|\.)(id|criterion_id|impressions|clicks)$|_micros$/;
+const INT64 = /(^|\.)(id|criterion_id|impressions|clicks|reference_count)$|_micros$/;
 
 const CUSTOMER = ['customer.resource_name', 'customer.id', 'customer.descriptive_name', 'customer.currency_code', 'customer.time_zone'];
 const CAMPAIGN = [
@@ -26,7 +26,7 @@ const CAMPAIGN = [
   'campaign.target_cpa.target_cpa_micros',
   'campaign.target_roas.target_roas',
 ];
-const BUDGET = ['campaign_budget.resource_name', 'campaign_budget.id', 'campaign_budget.amount_micros'];
+const BUDGET = ['campaign_budget.resource_name', 'campaign_budget.id', 'campaign_budget.amount_micros', 'campaign_budget.explicitly_shared', 'campaign_budget.reference_count'];
 const AD_GROUP = ['ad_group.resource_name', 'ad_group.id', 'ad_group.name'];
 const CRITERION = [
   'ad_group_criterion.resource_name',
@@ -172,7 +172,24 @@ function campaignFields(account: FakeAccount, campaign: FakeCampaign): FlatRow {
     'campaign.target_roas.target_roas': campaign.targetRoas?.targetRoas,
     'campaign_budget.resource_name': names.budget(campaign.budgetId),
     'campaign_budget.id': Number(campaign.budgetId),
-    'campaign_budget.amount_micros': budget?.amountMicros,
+    ...(budget ? budgetFields(account, budget) : {}),
+  };
+}
+
+/**
+ * A budget as Google answers it. Only an explicitly shared budget can serve more than one
+ * campaign (Google refuses to attach a second one to a budget of its own), so a budget that
+ * fake campaigns share is answered as explicitly shared; reference_count counts the campaigns
+ * (not removed) on it.
+ */
+function budgetFields(account: FakeAccount, budget: FakeBudget): FlatRow {
+  const referenceCount = [...account.campaigns.values()].filter((c) => c.budgetId === budget.id && c.status !== 'REMOVED').length;
+  return {
+    'campaign_budget.resource_name': resourceNames(account).budget(budget.id),
+    'campaign_budget.id': Number(budget.id),
+    'campaign_budget.amount_micros': budget.amountMicros,
+    'campaign_budget.explicitly_shared': budget.explicitlyShared ?? referenceCount > 1,
+    'campaign_budget.reference_count': referenceCount,
   };
 }
 
@@ -214,7 +231,7 @@ function flatRows(account: FakeAccount, from: string, withMetrics: boolean): Fla
       if (!withMetrics) return [...account.campaigns.values()].map((c) => ({ ...customerFields(account), ...campaignFields(account, c) }));
       return account.searchTerms.map((day) => ({ ...customerFields(account), ...campaignFields(account, campaignOfAdGroup(day.adGroupId)), ...metricFields(day) }));
     case 'campaign_budget':
-      return [...account.budgets.values()].map((b) => ({ 'campaign_budget.resource_name': names.budget(b.id), 'campaign_budget.id': Number(b.id), 'campaign_budget.amount_micros': b.amountMicros }));
+      return [...account.budgets.values()].map((b) => budgetFields(account, b));
     case 'bidding_strategy':
       return [...account.portfolios.values()].map((p) => ({
         'bidding_strategy.resource_name': names.portfolio(p.id),

@@ -1,0 +1,167 @@
+import { expect } from 'chai';
+import { createLogger } from '../../src/log/logger.ts';
+import { createWorkspace, issueKey } from '../../src/operator/operator-commands.ts';
+import type { AdsPlatform, PlatformAccountRef } from '../../src/platform/ads-platform.ts';
+import { createPlatform } from '../../src/platform/create-platform.ts';
+import type { ActionDraftOf } from '../../src/policy/action-draft.ts';
+import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { ApplyWorker } from '../../src/workers/apply-worker.ts';
+import { recheckAction } from '../../src/workers/apply-recheck.ts';
+import { actionFold, type ActionState } from '../../commands/action/action-state.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
+import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
+import type { FakeAccount } from '../support/fake-google-ads/fake-account.ts';
+import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
+import { startTestService, type TestService } from '../support/test-service.ts';
+import { api, cents, waitForStatus } from './helpers.ts';
+
+const CUSTOMER = '1234567890';
+
+/**
+ * docs/policy.md, "Shared budgets": a budget change is written to the campaign's budget, and a
+ * shared budget moves every campaign on it, while the day band, the one-setting-per-day rule
+ * and the learning period count per campaign. So a change on a shared budget is never
+ * auto-applied: it waits for a person, and the apply worker returns one whose budget became
+ * shared after the proposal. Against the local fake of the Google Ads REST API.
+ */
+describe('safe-apply: shared campaign budgets (Google Ads)', function () {
+  this.timeout(90_000);
+  const fake = new FakeGoogleAds({ managerId: '1112223333' });
+  let svc: TestService;
+  let platform: AdsPlatform;
+  let proposals: ProposalService;
+  let worker: ApplyWorker | undefined;
+  let workspaceId: string;
+  let accountId: string;
+  let ref: PlatformAccountRef;
+  let keys: { read: string; write: string };
+  let customer: FakeAccount;
+
+  before(async () => {
+    await fake.start();
+    // No apply worker in the service: the tests start one when they want changes to go live.
+    svc = await startTestService('sa-shared-budget', { ROLES: 'http,projectors', ...googleAdsEnv(fake) });
+    const infra = svc.service.infrastructure;
+    workspaceId = (await createWorkspace(infra, 'shared budgets')).value.id;
+    keys = { read: (await issueKey(infra, workspaceId, 'read')).value.key, write: (await issueKey(infra, workspaceId, 'write')).value.id };
+    ({ accountId, ref } = await connectFakeAccount(infra, fake, workspaceId, { loginCustomerId: '111-222-3333' }));
+    customer = fake.accounts.get(CUSTOMER)!;
+    platform = createPlatform(infra.database.db, svc.config);
+    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { platform });
+  });
+  afterEach(async () => {
+    await worker?.stop();
+    worker = undefined;
+  });
+  after(async () => {
+    await svc?.stop();
+    await fake.stop();
+  });
+
+  const budgetOf = (budgetId: string) => customer.budgets.get(budgetId)!.amountMicros / 1e6;
+  /** Budget writes that went live (a proposal's dry run is sent with validateOnly and changes nothing). */
+  const budgetWrites = () => fake.mutates('campaignBudgets').filter((r) => (r.body as { validateOnly?: boolean }).validateOnly !== true);
+  const startWorker = async () => {
+    worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent') });
+    await worker.start();
+  };
+
+  /** A +`step` budget change with auto-apply, drafted as the agent's set_campaign_budget tool does (it does not read the budget's sharing). */
+  async function raiseBudget(campaignId: string, step: number) {
+    const campaign = (await platform.getCampaign(ref, campaignId))!;
+    const draft: ActionDraftOf<'set_campaign_budget'> = {
+      kind: 'set_campaign_budget',
+      params: { campaign_id: campaign.id, daily_budget: cents(campaign.daily_budget * (1 + step)) },
+      based_on: { campaign_status: campaign.status, daily_budget: campaign.daily_budget },
+    };
+    return proposals.propose({
+      workspaceId,
+      accountId,
+      runId: null,
+      draft,
+      summary: `Change the daily budget of "${campaign.name}"`,
+      reason: 'budget-limited',
+      autoApply: true,
+      meta: { actor: { kind: 'api_key', id: keys.write }, correlationId: 'shared-budget' },
+    });
+  }
+
+  it('two campaigns on one shared budget: each +20 % step waits for review with the reason, and the budget does not move', async () => {
+    // Given campaigns 111 and 666 draw on budget 501 (Google lets only a shared budget do that).
+    customer.campaigns.get('666')!.budgetId = '501';
+    try {
+      const listed = await api(svc, 'GET', `/api/v1/accounts/${accountId}/campaigns`, { key: keys.read });
+      expect(listed.status, listed.text).to.equal(200);
+      const shown = new Map((listed.body.data as { id: string; shared_budget: unknown }[]).map((c) => [c.id, c.shared_budget]));
+      expect(shown.get('111')).to.deep.equal({ id: '501', campaign_ids: ['111', '666'] });
+      expect(shown.get('222')).to.equal(null);
+      await startWorker();
+
+      // When a "safe" +20 % step is proposed with auto-apply on each of them, the same UTC day,
+      const first = await raiseBudget('111', 0.2);
+      const second = await raiseBudget('666', 0.2);
+
+      // Then neither is auto-applied: both wait in the queue, saying why.
+      for (const action of [first, second]) {
+        expect(action).to.include({ risk_tier: 'review', disposition: 'queued' });
+        expect(action.policy_reasons.join(' | ')).to.include("the campaign's budget 501 is a shared budget (campaigns 111, 666): the change moves every campaign on it");
+        const queued = await waitForStatus(svc, keys.read, accountId, action.id, 'queued');
+        expect(queued.risk_tier).to.equal('review');
+        expect(queued.policy_reasons.join(' | ')).to.include('is a shared budget');
+      }
+      // And nothing changed on Google Ads.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(budgetWrites()).to.deep.equal([]);
+      expect(budgetOf('501')).to.equal(50);
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+    }
+  });
+
+  it('a budget that became shared after an auto-applied proposal: the apply worker returns the change, and the budget does not move', async () => {
+    // Given a +10 % step on campaign 222's own budget 502, auto-applied while no worker runs,
+    const action = await raiseBudget('222', 0.1);
+    expect(action).to.include({ risk_tier: 'safe', disposition: 'auto_applied' });
+    // When campaign 666 joins budget 502 (now a shared budget) before the change goes live,
+    customer.campaigns.get('666')!.budgetId = '502';
+    try {
+      await startWorker();
+
+      // Then the worker's re-check sends it back to the queue with the reason,
+      const returned = await waitForStatus(svc, keys.read, accountId, action.id, 'returned', 30_000);
+      expect(returned.status_reason).to.include("the campaign's budget became shared budget 502 (campaigns 222, 666) since the proposal");
+      // and nothing changed on Google Ads.
+      expect(budgetWrites()).to.deep.equal([]);
+      expect(budgetOf('502')).to.equal(80);
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+    }
+  });
+
+  it('an approved change on a shared budget: applied as approved, returned when more campaigns joined the budget since', async () => {
+    // Given a person approved a +10 % step on budget 501 while campaigns 111 and 666 shared it,
+    customer.campaigns.get('666')!.budgetId = '501';
+    try {
+      const basedOn = { campaign_status: 'enabled', daily_budget: 50, shared_budget: { id: '501', campaign_ids: ['111', '666'] } };
+      const approved: ActionState = {
+        ...actionFold.initialState(),
+        exists: true,
+        kind: 'set_campaign_budget',
+        riskTier: 'review',
+        status: 'approved',
+        params: { campaign_id: '111', daily_budget: 55 },
+        basedOn,
+      };
+      // Then the re-check lets it through while the budget is as the approver saw it,
+      expect(await recheckAction(platform, ref, approved)).to.deep.equal({ ok: true, change: { kind: 'set_campaign_budget', campaign_id: '111', daily_budget: 55 } });
+      // but not once campaign 222 joined budget 501 too, nor for a proposal that saw a budget of the campaign's own.
+      customer.campaigns.get('222')!.budgetId = '501';
+      expect(await recheckAction(platform, ref, approved)).to.deep.equal({ ok: false, reason: 'campaigns 222 joined the shared budget 501 since the proposal: the change would move them too' });
+      const ownWhenProposed = { ...approved, basedOn: { ...basedOn, shared_budget: null } };
+      expect(await recheckAction(platform, ref, ownWhenProposed)).to.deep.include({ ok: false });
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+      customer.campaigns.get('222')!.budgetId = '502';
+    }
+  });
+});
