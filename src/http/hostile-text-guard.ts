@@ -7,17 +7,17 @@ import { describeHostileCharacter, findHostileText } from '../text/hostile-text.
  * with a 422 naming each JSON pointer, before any of it reaches a command, a log line or
  * the event log.
  *
- * @param detail the problem's detail, e.g. 'Invalid query parameters.'; default lists the pointers.
+ * The detail lists each pointer with what it holds, as `errors[]` does.
  * @throws ValidationError
  */
-export function assertCleanRequestText(value: unknown, detail?: string): void {
+export function assertCleanRequestText(value: unknown): void {
   const findings = findHostileText(value);
   if (findings.length === 0) return;
   const errors: InvalidParam[] = findings.map((finding) => ({
     pointer: finding.pointer,
     message: `${finding.inKey ? 'key ' : ''}${describeHostileCharacter(finding.character)}`,
   }));
-  throw new ValidationError(detail ?? errors.map((e) => `${e.pointer} ${e.message}`).join('; '), errors);
+  throw new ValidationError(errors.map((e) => `${e.pointer} ${e.message}`).join('; '), errors);
 }
 
 /**
@@ -27,7 +27,7 @@ export function assertCleanRequestText(value: unknown, detail?: string): void {
  */
 export function rejectHostileQuery(): Middleware {
   return async (ctx, next) => {
-    if (ctx.querystring !== '' && ctx.path.startsWith('/api/')) assertCleanRequestText(ctx.query, 'Invalid query parameters.');
+    if (ctx.querystring !== '' && ctx.path.startsWith('/api/')) assertCleanRequestText(ctx.query);
     await next();
   };
 }

@@ -67,6 +67,10 @@ describe('errors that teach (issue #15)', function () {
       '/limit': 'limit: must be an integer from 1 to 200, in plain decimal digits',
       '/cursor': 'cursor: must be a cursor from a previous page (its `next_cursor`)',
     });
+    // `detail` joins the messages, for a query as for a body.
+    expect(result.body.detail).to.equal(
+      'limit: must be an integer from 1 to 200, in plain decimal digits; cursor: must be a cursor from a previous page (its `next_cursor`)',
+    );
   });
 
   it('bodies must be a JSON media type: application/json or any application/<name>+json, in UTF-8; anything else is 415', async () => {
@@ -101,6 +105,18 @@ describe('errors that teach (issue #15)', function () {
       const campaign = listed.body.data.find((c: any) => c.status !== 'removed' && c.bidding_strategy.type === 'maximize_conversions' && c.bidding_strategy.target_cpa !== null);
       expect(campaign, 'a target CPA campaign').to.not.equal(undefined);
       cpaCampaign = campaign.id;
+    });
+
+    it('answers a number too large to represent (1e400 parses as Infinity) with that, not with "must be a number, not a number"', async () => {
+      const result = await call(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/campaigns/${cpaCampaign}/target`, {
+        key: tenant.keys.write,
+        body: '{"target_cpa":1e400,"reason":"huge"}',
+        headers: { 'content-type': 'application/json' },
+      });
+      expectProblem(result, 422, 'validation-error');
+      expect(result.body.errors).to.have.length(1);
+      expect(result.body.errors[0].pointer).to.equal('/target_cpa');
+      expect(result.body.errors[0].message).to.equal('target_cpa: must be a number, not a number too large to represent; send one above 0 and at most 1000000');
     });
 
     for (const [label, body] of [

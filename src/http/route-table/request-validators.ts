@@ -14,11 +14,12 @@ addFormats.default(ajv);
 /** Plain decimal digits only: `Number()` would also take `1e21`, `0x10`, ` 7 `, `+7` or `Infinity`. */
 const DIGITS = /^[0-9]{1,16}$/;
 
-function throwing<T>(validate: ValidateFunction, part: RequestPart, overrides: MessageOverrides | undefined, detail: string | null) {
+function throwing<T>(validate: ValidateFunction, part: RequestPart, overrides: MessageOverrides | undefined) {
   return (value: unknown): T => {
     if (validate(value)) return value as T;
     const errors = teachingErrors(validate.errors ?? [], part, overrides);
-    throw new ValidationError(detail ?? errors.map((e) => e.message).join('; '), errors);
+    // The detail joins the messages (docs/api.md): a client that shows only `detail` still learns what to send.
+    throw new ValidationError(errors.map((e) => e.message).join('; '), errors);
   };
 }
 
@@ -33,7 +34,7 @@ function throwing<T>(validate: ValidateFunction, part: RequestPart, overrides: M
  * ```
  */
 export function bodyValidator<T>(schema: JsonSchema, overrides?: MessageOverrides): (body: unknown) => T {
-  return throwing<T>(ajv.compile(schema), 'body', overrides, null);
+  return throwing<T>(ajv.compile(schema), 'body', overrides);
 }
 
 /** The JSON Schema of a route's query: its parameters, and nothing else. */
@@ -54,7 +55,7 @@ export function querySchema(parameters: Readonly<Record<string, QueryParameter>>
  */
 export function queryValidator<T>(parameters: Readonly<Record<string, QueryParameter>>, overrides?: MessageOverrides): (query: Readonly<Record<string, unknown>>) => T {
   const integers = Object.entries(parameters).filter(([, p]) => p.schema.type === 'integer').map(([name]) => name);
-  const validate = throwing<T>(ajv.compile(querySchema(parameters)), 'query', overrides, 'Invalid query parameters.');
+  const validate = throwing<T>(ajv.compile(querySchema(parameters)), 'query', overrides);
   return (query) => {
     const typed: Record<string, unknown> = { ...query };
     for (const name of integers) {

@@ -72,6 +72,8 @@ function sentence(error: ErrorObject, part: RequestPart): string {
     case 'type': {
       const wanted = Array.isArray(params.type) ? params.type : String(params.type).split(',');
       if (part === 'query' && wanted.includes('integer')) return integerRange(parent);
+      // JSON.parse reads a number past ±1.8e308 (1e400) as Infinity, which no number type takes.
+      if (typeof error.data === 'number' && !Number.isFinite(error.data)) return `must be ${list(wanted.map((t) => TYPE_WORDS[t] ?? t)).replaceAll('"', '')}, not a number too large to represent${rangeHint(parent)}`;
       return `must be ${list(wanted.map((t) => TYPE_WORDS[t] ?? t)).replaceAll('"', '')}, not ${typeOf(error.data)}`;
     }
     case 'minLength':
@@ -98,6 +100,15 @@ function sentence(error: ErrorObject, part: RequestPart): string {
     default:
       return error.message ?? 'is invalid';
   }
+}
+
+/** '; send one above 0 and at most 100' (the bounds the schema sets), or '' when it sets none. */
+function rangeHint(schema: JsonSchema | undefined): string {
+  const bounds = [
+    typeof schema?.minimum === 'number' ? `at least ${schema.minimum}` : typeof schema?.exclusiveMinimum === 'number' ? `above ${schema.exclusiveMinimum}` : null,
+    typeof schema?.maximum === 'number' ? `at most ${schema.maximum}` : typeof schema?.exclusiveMaximum === 'number' ? `below ${schema.exclusiveMaximum}` : null,
+  ].filter((bound) => bound !== null);
+  return bounds.length === 0 ? '' : `; send one ${bounds.join(' and ')}`;
 }
 
 function integerRange(schema: JsonSchema | undefined): string {
