@@ -55,6 +55,13 @@ const FIELD_LABEL: Record<(typeof BUDGET_AND_TARGET_KINDS)[number], string> = {
 const pct = (fraction: number) => `${(fraction * 100).toFixed(1)}%`;
 
 /**
+ * Whether a relative change is within ±`limit`. With a margin far below a cent on any amount:
+ * in binary floating point an exact +10 % step can compute as 0.10000000000000009 (1 → 1.1),
+ * which a bare `<=` would call beyond the limit.
+ */
+const withinLimit = (change: number, limit: number) => Math.abs(change) <= limit + 1e-9;
+
+/**
  * A budget or target change is safe only if it also stays within the safe band measured
  * from the day's first value (so a day's auto-applied steps cannot compound) and the
  * campaign is not in a learning period. Returns the reasons it is not; empty when it is.
@@ -65,7 +72,7 @@ function dayAndLearningReasons(kind: (typeof BUDGET_AND_TARGET_KINDS)[number], c
   const baseline = context.dayBaseline;
   if (baseline !== null && baseline > 0 && baseline !== current) {
     const fromBaseline = (next - baseline) / baseline;
-    if (Math.abs(fromBaseline) > safeMax) {
+    if (!withinLimit(fromBaseline, safeMax)) {
       reasons.push(
         `measured from today's first ${label} ${baseline} (UTC day), the change is ${pct(fromBaseline)}: a day's auto-applied changes stay within ±${pct(safeMax)} of it`,
       );
@@ -163,8 +170,8 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (campaign_status === 'removed') return blocked('campaign is removed');
       if (!(next > 0)) return blocked('a daily budget must be positive');
       const change = current > 0 ? (next - current) / current : Infinity;
-      if (Math.abs(change) > L.budgetChangeMax) return blocked(`changes the budget by ${pct(change)} (maximum ±${pct(L.budgetChangeMax)})`);
-      const withinStep = Math.abs(change) <= L.budgetChangeSafeMax;
+      if (!withinLimit(change, L.budgetChangeMax)) return blocked(`changes the budget by ${pct(change)} (maximum ±${pct(L.budgetChangeMax)})`);
+      const withinStep = withinLimit(change, L.budgetChangeSafeMax);
       reasons.push(`budget change of ${pct(change)} ${withinStep ? 'is within' : 'exceeds'} the safe ±${pct(L.budgetChangeSafeMax)}`);
       const shared = sharedBudgetReason(draft.based_on.shared_budget);
       if (shared) reasons.push(shared);
@@ -182,8 +189,8 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (current === null) return blocked(`the campaign's strategy has no ${label} to change`);
       if (!(next > 0)) return blocked(`a ${label} must be positive`);
       const change = (next - current) / current;
-      if (Math.abs(change) > L.targetChangeMax) return blocked(`changes the ${label} by ${pct(change)} (maximum ±${pct(L.targetChangeMax)})`);
-      let safe = Math.abs(change) <= L.targetChangeSafeMax;
+      if (!withinLimit(change, L.targetChangeMax)) return blocked(`changes the ${label} by ${pct(change)} (maximum ±${pct(L.targetChangeMax)})`);
+      let safe = withinLimit(change, L.targetChangeSafeMax);
       reasons.push(`${label} change of ${pct(change)} ${safe ? 'is within' : 'exceeds'} the safe ±${pct(L.targetChangeSafeMax)}`);
       if (basis.portfolio_id !== null) {
         safe = false;

@@ -49,6 +49,16 @@ describe('safe-apply policy classification', () => {
     expect(tier(cyrillic)).to.equal('safe');
   });
 
+  it('a step of exactly the limit is within it, where floating point computes it a hair above (1 → 1.1 is 0.10000000000000009)', () => {
+    expect(tier(cpa(1, 1.1))).to.equal('safe');
+    expect(tier(cpa(0.7, 0.77))).to.equal('safe');
+    expect(tier(budget(0.85, 1.02))).to.equal('safe');
+    expect(tier(budget(0.35, 0.42))).to.equal('safe');
+    // A cent past the limit is still past it.
+    expect(tier(cpa(1, 1.11))).to.equal('review');
+    expect(tier(budget(0.85, 1.03))).to.equal('review');
+  });
+
   it('budgets: safe within ±20 %, review within ±100 %, blocked beyond or not positive', () => {
     expect(tier(budget(100, 120))).to.equal('safe');
     expect(tier(budget(100, 80))).to.equal('safe');
