@@ -10,6 +10,7 @@ import { rejectHostileQuery } from './hostile-text-guard.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
 import { errorHandler } from './middleware/error-handler.ts';
 import { requestId, requestIdOf } from './middleware/request-id.ts';
+import { apiResponseHeaders } from './middleware/api-response-headers.ts';
 import { routeNotFound } from './middleware/route-not-found.ts';
 import { problemPagesRouter } from './problems/problem-pages.ts';
 
@@ -51,7 +52,7 @@ class KoaWithFastLanes extends Koa {
 }
 
 /**
- * Assembles the Koa app: request id → access log → error handler → rate limiter →
+ * Assembles the Koa app: request id → API response headers → access log → error handler → rate limiter →
  * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
  * followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
@@ -74,6 +75,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   });
 
   app.use(requestId());
+  app.use(apiResponseHeaders());
   app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
   for (const middleware of options.beforeRoutes ?? []) app.use(middleware);

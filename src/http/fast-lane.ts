@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
 import type { RequestObserver } from './middleware/access-log.ts';
 import { requestIdFor } from './middleware/request-id.ts';
+import { API_RESPONSE_HEADERS } from './middleware/api-response-headers.ts';
 
 /**
  * GET fast lanes: a poll of a run that this process holds in memory is answered before koa
@@ -105,7 +106,7 @@ export function fastLaneHandler(options: FastLaneRunnerOptions, koa: NodeHandler
     if (!answer || !limitHeaders) return koa(request, response);
     const incomingId = request.headers['x-request-id'];
     const requestId = requestIdFor(typeof incomingId === 'string' ? incomingId : '');
-    response.writeHead(answer.status, ['X-Request-Id', requestId, ...limitHeaders, ...answer.headers]);
+    response.writeHead(answer.status, ['X-Request-Id', requestId, ...limitHeaders, ...answer.headers, ...API_RESPONSE_HEADERS]);
     const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
     observeRequest?.('GET', answer.route, answer.status, durationMs / 1000);
     if (logger.isLevelEnabled('info')) {
