@@ -17,7 +17,7 @@ export function apiResponseHeaders(): Middleware {
   return async (ctx, next) => {
     await next();
     if (!ctx.path.startsWith('/api/') || ctx.headerSent) return;
-    if (!ctx.response.has('Cache-Control')) ctx.set('Cache-Control', 'no-store');
+    if (!ctx.res.hasHeader('Cache-Control')) ctx.set('Cache-Control', 'no-store');
     ctx.set(API_RESPONSE_HEADERS[0], API_RESPONSE_HEADERS[1]);
   };
 }
