@@ -5,6 +5,7 @@ import { EditBlockedByPolicyError, editedParams, type ReviewedEdit } from './act
 import { newEvent, type CommandMeta, type EventAddress } from '../shared/new-event.ts';
 import { AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
 import { streams } from '../../src/event-store/subjects.ts';
+import { actionVersion } from './action-version.ts';
 
 export class ActionNotFoundError extends AppError {
   readonly kind = ErrorKind.NotFound;
@@ -19,6 +20,23 @@ export class ActionNotInQueueError extends AppError {
     super('action-not-in-queue', `Action ${actionId} is ${status}; only a queued (or returned) action can be edited, approved or rejected.`, {
       details: { action_status: status },
     });
+  }
+}
+
+/**
+ * The client decided on a version of the action it read earlier (`expected_version`), and the
+ * action has changed since: edited, returned to the queue, or otherwise moved on. Deciding now
+ * would approve (or reject) something the person never saw.
+ */
+export class ActionChangedError extends AppError {
+  readonly kind = ErrorKind.Conflict;
+  constructor(actionId: string, expectedVersion: string, currentVersion: string, status: string) {
+    super(
+      'action-changed',
+      `Action ${actionId} changed since version ${expectedVersion} (it is now version ${currentVersion}, ${status}); nothing was decided. ` +
+        'Read the action again (the approvals list), review it as it is now, and decide again with its new `version` as `expected_version`.',
+      { details: { expected_version: expectedVersion, action_version: currentVersion, action_status: status } },
+    );
   }
 }
 
@@ -57,12 +75,26 @@ function address(command: OnAction): EventAddress {
   return streams.action(command.workspaceId, command.accountId, command.actionId);
 }
 
-function awaitingApproval(command: OnAction, state: ActionState): void {
-  if (!state.exists) throw new ActionNotFoundError(command.actionId);
-  if (!AWAITING_APPROVAL.includes(state.status as never)) throw new ActionNotInQueueError(command.actionId, state.status);
+/** An approve or reject, with the version of the action the client saw when it has one. */
+interface OnSeenAction extends OnAction {
+  /** The action's `version` as the client read it; absent to decide on whatever the action is now. */
+  readonly expectedVersion?: string;
 }
 
-export interface ApproveAction extends OnAction {
+/**
+ * Refuses unless the action waits for a person, and, when the command names the version the
+ * client saw, unless it is still that version (ActionChangedError). Also called before an
+ * edit is reviewed, so a changed action is refused before its edit is checked.
+ */
+export function awaitingApproval(command: OnSeenAction, state: ActionState): void {
+  if (!state.exists) throw new ActionNotFoundError(command.actionId);
+  if (!AWAITING_APPROVAL.includes(state.status as never)) throw new ActionNotInQueueError(command.actionId, state.status);
+  if (command.expectedVersion === undefined) return;
+  const current = actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt });
+  if (command.expectedVersion !== current) throw new ActionChangedError(command.actionId, command.expectedVersion, current, state.status);
+}
+
+export interface ApproveAction extends OnSeenAction {
   readonly type: 'ApproveAction';
   readonly note: string;
   /** The workspace's rule, read before the command (approve-action.ts): the key behind the proposal cannot approve it. */
@@ -96,7 +128,7 @@ export function decideApproveAction(command: ApproveAction, state: ActionState) 
   return [newEvent('ActionEdited', { before, after, edit: { ...edit } }, address(command), command.meta), approved];
 }
 
-export interface RejectAction extends OnAction {
+export interface RejectAction extends OnSeenAction {
   readonly type: 'RejectAction';
   readonly reason: string;
 }

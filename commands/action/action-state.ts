@@ -41,11 +41,17 @@ export interface ActionState {
   readonly proposerKeyId: string | null;
   /** The claim of the attempt in progress while `applying`; null otherwise. */
   readonly claim: ApplyClaim | null;
+  /**
+   * ISO time of the last event that changed what the approvals view shows (every event but
+   * heartbeats, as the approvals projection's `updated_at`); with status and params, the
+   * action's version (action-version.ts). Null before the proposal.
+   */
+  readonly changedAt: string | null;
 }
 
 /** How an action's events fold into its decision state (the decider is action-decider.ts). */
 export const actionFold = {
-  stateVersion: 4,
+  stateVersion: 5,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -61,52 +67,59 @@ export const actionFold = {
     proposedAt: null,
     proposerKeyId: null,
     claim: null,
+    changedAt: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
-    switch (event.type) {
-      case 'ActionProposed':
-        return {
-          ...state,
-          exists: true,
-          kind: event.data.kind,
-          riskTier: event.data.risk_tier,
-          status: event.data.disposition,
-          autoApplied: event.data.disposition === 'auto_applied',
-          params: event.data.params,
-          basedOn: event.data.based_on,
-          summary: event.data.summary,
-          policyReasons: event.data.policy_reasons,
-          runId: event.data.run_id,
-          proposedAt: event.time,
-          proposerKeyId: event.data.proposer_key_id ?? (event.actor.kind === 'api_key' ? event.actor.id : null),
-        };
-      case 'ActionEdited': {
-        // From here on the action is the edited version: the apply worker applies these params.
-        const { after } = event.data;
-        return { ...state, params: after.params, basedOn: after.based_on, summary: after.summary, policyReasons: after.policy_reasons, riskTier: after.risk_tier };
-      }
-      case 'ActionApproved':
-        return { ...state, status: 'approved', autoApplied: false };
-      case 'ActionRejected':
-        return { ...state, status: 'rejected' };
-      case 'ActionApplyStarted':
-        return {
-          ...state,
-          status: 'applying',
-          attempts: event.data.attempt,
-          claim: { id: event.data.claim_id ?? event.id, workerId: event.data.worker_id, leaseUntil: event.data.lease_until ?? null },
-        };
-      case 'ActionApplyHeartbeat':
-        return state.claim?.id === event.data.claim_id ? { ...state, claim: { ...state.claim, leaseUntil: event.data.lease_until } } : state;
-      case 'ActionApplyFailed':
-        // The attempt is over; the next one (after the backoff) claims afresh.
-        return { ...state, claim: null };
-      case 'ActionApplied':
-        return { ...state, status: 'applied', claim: null };
-      case 'ActionReturnedToQueue':
-        return { ...state, status: 'returned', autoApplied: false, claim: null };
-      default:
-        return state;
-    }
+    const next = evolveAction(state, event);
+    // A heartbeat changes nothing a person sees: the version stays (the projection skips it too).
+    return next === state || event.type === 'ActionApplyHeartbeat' ? next : { ...next, changedAt: event.time };
   },
 };
+
+function evolveAction(state: ActionState, event: DomainEvent): ActionState {
+  switch (event.type) {
+    case 'ActionProposed':
+      return {
+        ...state,
+        exists: true,
+        kind: event.data.kind,
+        riskTier: event.data.risk_tier,
+        status: event.data.disposition,
+        autoApplied: event.data.disposition === 'auto_applied',
+        params: event.data.params,
+        basedOn: event.data.based_on,
+        summary: event.data.summary,
+        policyReasons: event.data.policy_reasons,
+        runId: event.data.run_id,
+        proposedAt: event.time,
+        proposerKeyId: event.data.proposer_key_id ?? (event.actor.kind === 'api_key' ? event.actor.id : null),
+      };
+    case 'ActionEdited': {
+      // From here on the action is the edited version: the apply worker applies these params.
+      const { after } = event.data;
+      return { ...state, params: after.params, basedOn: after.based_on, summary: after.summary, policyReasons: after.policy_reasons, riskTier: after.risk_tier };
+    }
+    case 'ActionApproved':
+      return { ...state, status: 'approved', autoApplied: false };
+    case 'ActionRejected':
+      return { ...state, status: 'rejected' };
+    case 'ActionApplyStarted':
+      return {
+        ...state,
+        status: 'applying',
+        attempts: event.data.attempt,
+        claim: { id: event.data.claim_id ?? event.id, workerId: event.data.worker_id, leaseUntil: event.data.lease_until ?? null },
+      };
+    case 'ActionApplyHeartbeat':
+      return state.claim?.id === event.data.claim_id ? { ...state, claim: { ...state.claim, leaseUntil: event.data.lease_until } } : state;
+    case 'ActionApplyFailed':
+      // The attempt is over; the next one (after the backoff) claims afresh.
+      return { ...state, claim: null };
+    case 'ActionApplied':
+      return { ...state, status: 'applied', claim: null };
+    case 'ActionReturnedToQueue':
+      return { ...state, status: 'returned', autoApplied: false, claim: null };
+    default:
+      return state;
+  }
+}

@@ -282,8 +282,11 @@ describe('OpenAPI document', function () {
         project_id: 'p',
         created_at: '2025-01-01T00:00:00.000Z',
         updated_at: '2025-01-01T00:00:01.000Z',
+        version: 'v1-q5C0Ej3Yc0Hy2ZqkQ9m1Vg',
       };
       expect(valid('Approval', approval)).to.equal(true);
+      const { version: _version, ...withoutVersion } = approval;
+      expect(valid('Approval', withoutVersion), 'every action carries its version').to.equal(false);
       expect(valid('Approval', { ...approval, params: { campaign_id: '123', target_roas_pct: 300 } })).to.equal(false);
       expect(valid('Approval', { ...approval, status: 'blocked' })).to.equal(false);
       expect(valid('Approval', { ...approval, status: 'done' })).to.equal(false);

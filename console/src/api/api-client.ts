@@ -7,13 +7,19 @@ export class ApiProblem extends Error {
   readonly slug: string;
   /** Seconds from `Retry-After`, when the answer carried one. */
   readonly retryAfterSeconds: number | null;
+  /** The problem's `title` (what kind of failure), when the answer had one. */
+  readonly title: string | null;
+  /** The problem's `detail` (this occurrence), when the answer had one. */
+  readonly detail: string | null;
 
-  constructor(status: number, slug: string, message: string, retryAfterSeconds: number | null) {
+  constructor(status: number, slug: string, message: string, retryAfterSeconds: number | null, problem: { title?: string | null; detail?: string | null } = {}) {
     super(message);
     this.name = 'ApiProblem';
     this.status = status;
     this.slug = slug;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.title = problem.title ?? null;
+    this.detail = problem.detail ?? null;
   }
 }
 
@@ -75,8 +81,10 @@ export async function apiRequest<T>(
   }
   const problem = await response.json().catch(() => ({})) as { type?: string; title?: string; detail?: string };
   const slug = typeof problem.type === 'string' ? (problem.type.split('/').pop() ?? 'unknown') : 'unknown';
-  const message = problem.detail ?? problem.title ?? `The service answered ${response.status}.`;
-  const failure = new ApiProblem(response.status, slug, message, retryAfterSeconds(response.headers));
+  const title = typeof problem.title === 'string' ? problem.title : null;
+  const detail = typeof problem.detail === 'string' ? problem.detail : null;
+  const message = detail ?? title ?? `The service answered ${response.status}.`;
+  const failure = new ApiProblem(response.status, slug, message, retryAfterSeconds(response.headers), { title, detail });
   if (response.status === 401 && options.key === undefined) onUnauthorized();
   throw failure;
 }

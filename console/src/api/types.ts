@@ -30,6 +30,8 @@ export interface Approval {
   readonly project_id: string;
   readonly created_at: string;
   readonly updated_at: string;
+  /** Opaque; changes whenever the action does. Sent back as `expected_version` so only the version the person saw is decided. */
+  readonly version: string;
   /** Set when an approver edited the action before approving it: `original` is the version as proposed. */
   readonly edited?: {
     readonly at: string;

@@ -12,7 +12,12 @@ import { AccountNav } from './account-nav.tsx';
 /** How often the list is read again: a new proposal appears within this many ms. */
 export const APPROVALS_REFRESH_MS = 2500;
 
-type Message = { readonly kind: 'info' | 'error'; readonly text: string } | null;
+/** A decision's outcome: a sentence, and one line per action that failed for a reason other than a conflict. */
+type Message = { readonly kind: 'info' | 'error'; readonly text: string; readonly failures?: readonly string[] } | null;
+
+/** The scope probe's first retry waits this long; each further one twice as long, up to SCOPE_PROBE_MAX_DELAY_S. */
+const SCOPE_PROBE_FIRST_DELAY_S = 1;
+const SCOPE_PROBE_MAX_DELAY_S = 30;
 
 /** The account's actions, with approve/reject one by one or together, filtered by status and run. */
 export function ApprovalsView(props: { projectId: string; search: URLSearchParams }) {
@@ -27,7 +32,13 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
   const [bulkRejecting, setBulkRejecting] = useState(false);
   const [bulkReason, setBulkReason] = useState('');
   const [account, setAccount] = useState<Account | null>(null);
+  /** Why the last read of the list failed; null once a read succeeds. While set, nothing can be decided. */
+  const [refreshError, setRefreshError] = useState<string | null>(null);
+  /** Why the key's scope is not known yet (the probe failed and is retried). */
+  const [scopeNote, setScopeNote] = useState<string | null>(null);
   const generation = useRef(0);
+  /** Actions with a decision in flight: updated at once (not on the next render), so a second click never sends one twice. */
+  const inFlight = useRef(new Set<string>());
 
   const load = useCallback(async (signal?: AbortSignal) => {
     const started = ++generation.current;
@@ -42,12 +53,14 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
       // A slower, older read must not overwrite a newer one (e.g. right after an approve).
       if (started !== generation.current) return;
       setActions({ state: 'ready', value: rows });
+      setRefreshError(null);
       setSelected((previous) => new Set([...previous].filter((id) => rows.some((row) => row.id === id && ACTIONABLE_STATUSES.includes(row.status)))));
     } catch (error) {
       if (signal?.aborted || started !== generation.current) throw error;
-      // Keep showing the last list when a refresh fails; say why.
+      // Keep showing the last list when a refresh fails, but say why and let nothing be decided on
+      // it: what is on screen may no longer be what the actions are.
       setActions((previous) => (previous.state === 'ready' ? previous : { state: 'error', message: describe(error) }));
-      if (!(error instanceof ApiProblem && error.status === 0)) setMessage({ kind: 'error', text: describe(error) });
+      setRefreshError(describe(error));
       throw error;
     }
   }, [projectId, status, runId]);
@@ -56,11 +69,36 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
 
   useEffect(() => {
     const controller = new AbortController();
-    // Unknown: an error (e.g. no such account) is shown by the list; the buttons stay disabled.
-    canActOn(projectId, controller.signal).then(setCanAct, () => setCanAct(null));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let delay = SCOPE_PROBE_FIRST_DELAY_S;
+    // Until the key's scope is known the buttons stay disabled, and the page says why. A failure
+    // that may pass (no answer, 408, 429, 5xx) is retried with backoff, honouring Retry-After.
+    const probe = () => {
+      canActOn(projectId, controller.signal).then((can) => {
+        setCanAct(can);
+        setScopeNote(null);
+      }, (error: unknown) => {
+        if (controller.signal.aborted) return;
+        setCanAct(null);
+        if (!isTransient(error)) {
+          // No such account: the list says so already.
+          if (error instanceof ApiProblem && error.slug === 'account-not-found') return;
+          setScopeNote(`Approving and rejecting are disabled: the console could not check what this API key may do here. ${describe(error)}`);
+          return;
+        }
+        const wait = Math.max(delay, error instanceof ApiProblem ? (error.retryAfterSeconds ?? 0) : 0);
+        delay = Math.min(SCOPE_PROBE_MAX_DELAY_S, delay * 2);
+        setScopeNote(`Approving and rejecting are disabled until the console can check what this API key may do: ${describe(error)} Trying again in ${wait} s.`);
+        timer = setTimeout(probe, wait * 1000);
+      });
+    };
+    probe();
     apiRequest<ListPage<Account>>('GET', apiPaths.accounts(), { signal: controller.signal })
       .then(({ body }) => setAccount(body.data.find((candidate) => candidate.id === projectId) ?? null), () => {});
-    return () => controller.abort();
+    return () => {
+      controller.abort();
+      if (timer !== undefined) clearTimeout(timer);
+    };
   }, [projectId]);
 
   const replaceAction = (updated: Approval) => {
@@ -77,37 +115,59 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
     return next;
   });
 
-  /** Approves or rejects each action; returns how many succeeded and the failures' texts. */
+  /**
+   * Approves or rejects each action, as the version shown (`expected_version`), and says how it
+   * went. An action whose decision is still in flight is skipped: it is never sent twice.
+   * Resolves true when every request went through.
+   */
   const decide = async (ids: readonly string[], decision: 'approve' | 'reject', reason?: string, edit?: ActionEdit) => {
-    markBusy(ids, true);
+    const shown = new Map((actions.state === 'ready' ? actions.value : []).map((action) => [action.id, action]));
+    const fresh = ids.filter((id) => !inFlight.current.has(id) && shown.has(id));
+    if (fresh.length === 0) return false;
+    for (const id of fresh) inFlight.current.add(id);
+    markBusy(fresh, true);
+    setSelected((previous) => new Set([...previous].filter((id) => !fresh.includes(id))));
     setMessage(null);
-    const failures: string[] = [];
-    let conflicted = false;
     let done = 0;
-    for (const id of ids) {
-      try {
-        const path = decision === 'approve' ? apiPaths.approve(projectId, id) : apiPaths.reject(projectId, id);
-        const { body } = await apiRequest<Approval>('POST', path, { body: decision === 'approve' ? (edit ? { edit } : {}) : { reason } });
-        replaceAction(body);
-        done += 1;
-      } catch (error) {
-        if (error instanceof ApiProblem && error.status === 409) conflicted = true;
-        failures.push(describe(error));
+    let conflicts = 0;
+    let changed = 0;
+    const failures: string[] = [];
+    try {
+      for (const id of fresh) {
+        const action = shown.get(id)!;
+        try {
+          const path = decision === 'approve' ? apiPaths.approve(projectId, id) : apiPaths.reject(projectId, id);
+          const body = decision === 'approve'
+            ? { ...(edit ? { edit } : {}), expected_version: action.version }
+            : { reason, expected_version: action.version };
+          const answer = await apiRequest<Approval>('POST', path, { body });
+          replaceAction(answer.body);
+          done += 1;
+        } catch (error) {
+          // Only `action-not-in-queue` means another decision came first; any other failure says what it was.
+          if (error instanceof ApiProblem && error.slug === 'action-not-in-queue') conflicts += 1;
+          else if (error instanceof ApiProblem && error.slug === 'action-changed') changed += 1;
+          else failures.push(`“${action.summary}”: ${describeFailure(error)}`);
+        }
       }
+    } finally {
+      for (const id of fresh) inFlight.current.delete(id);
+      markBusy(fresh, false);
     }
-    markBusy(ids, false);
-    setSelected(new Set());
     const verb = decision === 'approve' ? (edit ? 'Edited and approved' : 'Approved') : 'Rejected';
     const noun = (count: number) => `${count} action${count === 1 ? '' : 's'}`;
-    if (failures.length === 0) setMessage({ kind: 'info', text: `${verb} ${noun(done)}.` });
-    else if (conflicted) {
-      setMessage({
-        kind: 'error',
-        text: `${done > 0 ? `${verb} ${noun(done)}. ` : ''}Someone else already decided ${failures.length === 1 ? 'this action' : `${noun(failures.length)}`} first; the list has been refreshed.`,
-      });
-    } else setMessage({ kind: 'error', text: `${done > 0 ? `${verb} ${noun(done)}. ` : ''}${failures.join(' ')}` });
+    const failed = conflicts + changed + failures.length;
+    const parts: string[] = [];
+    if (done > 0 || failed === 0) parts.push(`${verb} ${noun(done)}.`);
+    if (conflicts > 0) parts.push(`Someone else already decided ${conflicts === 1 && fresh.length === 1 ? 'this action' : noun(conflicts)} first; the list has been refreshed.`);
+    if (changed > 0) {
+      parts.push(`${changed === 1 && fresh.length === 1 ? 'This action' : noun(changed)} changed since the page showed ${changed === 1 ? 'it' : 'them'} ` +
+        `(edited, or returned to the queue), so nothing was decided on ${changed === 1 ? 'it' : 'them'}; the list has been refreshed: review ${changed === 1 ? 'it' : 'them'} and decide again.`);
+    }
+    if (failures.length > 0) parts.push(`${failures.length === 1 ? 'One action' : noun(failures.length)} could not be ${decision === 'approve' ? 'approved' : 'rejected'}:`);
+    setMessage({ kind: failed === 0 ? 'info' : 'error', text: parts.join(' '), failures });
     await load().catch(() => {});
-    return failures.length === 0;
+    return failed === 0;
   };
 
   const applyFilters = (event: Event) => {
@@ -124,7 +184,10 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
   const list = actions.state === 'ready' ? actions.value : [];
   const selectable = list.filter((action) => ACTIONABLE_STATUSES.includes(action.status));
   const selectedIds = selectable.filter((action) => selected.has(action.id)).map((action) => action.id);
-  const actingAllowed = canAct === true;
+  // Nothing is decided on a list that could not be read again: it may show versions that are gone.
+  const stale = refreshError !== null && actions.state === 'ready';
+  const actingAllowed = canAct === true && !stale;
+  const anyBusy = busy.size > 0;
 
   return (
     <section aria-labelledby="page-title">
@@ -132,6 +195,13 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
       <h1 id="page-title">Approvals</h1>
       {canAct === false && (
         <p class="notice">Your API key is read-only: you can see every action, but approving and rejecting need a key with write scope.</p>
+      )}
+      {canAct === null && scopeNote && <p class="notice" role="alert">{scopeNote}</p>}
+      {stale && (
+        <p class="notice" role="alert">
+          The list could not be refreshed ({refreshError}), so it may be out of date. Approving and rejecting are disabled until it
+          can be read again; the page keeps trying.
+        </p>
       )}
       <form key={`${status}|${runId}`} class="filters" onSubmit={applyFilters} aria-label="Filter actions">
         <div class="field">
@@ -152,34 +222,41 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
           <input
             type="checkbox"
             checked={selectable.length > 0 && selectedIds.length === selectable.length}
-            disabled={!actingAllowed || selectable.length === 0}
+            disabled={!actingAllowed || anyBusy || selectable.length === 0}
             onChange={(event) => setSelected((event.currentTarget as HTMLInputElement).checked ? new Set(selectable.map((action) => action.id)) : new Set())}
           />
           Select all waiting
         </label>
-        <button type="button" disabled={!actingAllowed || selectedIds.length === 0} onClick={() => void decide(selectedIds, 'approve')}>
+        <button type="button" disabled={!actingAllowed || anyBusy || selectedIds.length === 0} onClick={() => void decide(selectedIds, 'approve')}>
           Approve selected ({selectedIds.length})
         </button>
-        <button type="button" class="button-secondary" disabled={!actingAllowed || selectedIds.length === 0} onClick={() => setBulkRejecting(true)}>
+        <button type="button" class="button-secondary" disabled={!actingAllowed || anyBusy || selectedIds.length === 0} onClick={() => setBulkRejecting(true)}>
           Reject selected ({selectedIds.length})
         </button>
       </div>
-      {bulkRejecting && actingAllowed && selectedIds.length > 0 && (
+      {/* Stays up, disabled, while its rejections are in flight (the selection is cleared as they start). */}
+      {bulkRejecting && actingAllowed && (selectedIds.length > 0 || anyBusy) && (
         <form class="reject-form" onSubmit={(event) => {
           event.preventDefault();
-          if (bulkReason.trim() === '') return;
+          // A second submit while the first is in flight (before the page re-rendered) sends nothing and keeps the form.
+          if (bulkReason.trim() === '' || anyBusy || selectedIds.some((id) => inFlight.current.has(id))) return;
           void decide(selectedIds, 'reject', bulkReason.trim()).then(() => { setBulkRejecting(false); setBulkReason(''); });
         }}>
           <label for="bulk-reason">Reason</label>
           <textarea id="bulk-reason" rows={2} maxLength={2000} required value={bulkReason}
             onInput={(event) => setBulkReason((event.currentTarget as HTMLTextAreaElement).value)} />
           <div class="decision">
-            <button type="submit" class="button-danger">Confirm reject</button>
-            <button type="button" class="button-quiet" onClick={() => setBulkRejecting(false)}>Cancel</button>
+            <button type="submit" class="button-danger" disabled={anyBusy}>Confirm reject</button>
+            <button type="button" class="button-quiet" disabled={anyBusy} onClick={() => setBulkRejecting(false)}>Cancel</button>
           </div>
         </form>
       )}
       <p class={`message ${message?.kind ?? ''}`} role="status" aria-live="polite">{message?.text ?? ''}</p>
+      {message?.failures && message.failures.length > 0 && (
+        <ul class="message-failures" aria-label="Actions that could not be decided">
+          {message.failures.map((failure, index) => <li key={index}>{failure}</li>)}
+        </ul>
+      )}
       <LoadState loadable={actions} loadingText="Loading actions…" emptyText={status || runId ? 'No action matches these filters.' : 'No action has been proposed on this account yet.'}>
         {(rows) => (
           <ol class="action-list" aria-label="Actions">
@@ -212,4 +289,18 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
 function describe(error: unknown): string {
   if (error instanceof ApiProblem) return error.message;
   return error instanceof Error ? error.message : String(error);
+}
+
+/** A failed decision as the problem states it: its title (the kind of failure) and its detail (this one). */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof ApiProblem)) return describe(error);
+  const title = error.title?.replace(/[.\s]+$/, '');
+  if (title && error.detail && error.detail !== error.title) return `${title}. ${error.detail}`;
+  return error.message;
+}
+
+/** A failure that may pass by itself: no answer, a timeout, a rate limit or a server error. */
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof ApiProblem)) return true;
+  return error.status === 0 || error.status === 408 || error.status === 429 || error.status >= 500;
 }

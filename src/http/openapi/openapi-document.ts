@@ -369,10 +369,12 @@ const documentWithoutPaths = {
         headers: requestIdHeader,
         content: problem(),
       },
-      ActionNotInQueue: {
-        description: 'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`).',
+      ActionNotDecidable: {
+        description:
+          'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`), or it changed since the `expected_version` ' +
+          'sent (`action-changed`, with its current `action_version`: read it again and decide on what it is now).',
         headers: requestIdHeader,
-        content: problem('ActionNotInQueueProblem'),
+        content: { [PROBLEM_MEDIA_TYPE]: { schema: { oneOf: [ref('ActionNotInQueueProblem'), ref('ActionChangedProblem')] } } },
       },
       Unauthorized: {
         description: 'Authorization is missing, not Bearer, malformed, unknown, wrong or revoked (`unauthorized`); all look alike.',
@@ -662,6 +664,22 @@ const documentWithoutPaths = {
           },
         ],
       },
+      ActionChangedProblem: {
+        allOf: [
+          ref('Problem'),
+          {
+            type: 'object',
+            required: ['expected_version', 'action_version', 'action_status'],
+            properties: {
+              type: { type: 'string', pattern: '/problems/action-changed$' },
+              status: { const: 409 },
+              expected_version: { type: 'string', description: 'The `expected_version` the request sent.' },
+              action_version: { type: 'string', description: 'The action’s `version` now.' },
+              action_status: { enum: ['queued', 'returned'] },
+            },
+          },
+        ],
+      },
       TargetConflictProblem: {
         description: '`strategy-mismatch` carries the campaign’s strategy and the field it takes; `account-not-connected` carries nothing more.',
         allOf: [
@@ -785,6 +803,7 @@ const documentWithoutPaths = {
           'project_id',
           'created_at',
           'updated_at',
+          'version',
         ],
         description:
           'An action as the approvals view shows it: the specification’s Action plus its lifecycle. `status`: queued → approved → ' +
@@ -801,6 +820,13 @@ const documentWithoutPaths = {
           project_id: { type: 'string', minLength: 1 },
           created_at: dateTime,
           updated_at: dateTime,
+          version: {
+            type: 'string',
+            minLength: 1,
+            description:
+              'Opaque; changes whenever the action does (edited, approved, applied, returned to the queue, rejected). Send it back as ' +
+              '`expected_version` when approving or rejecting to decide only on this version (409 `action-changed` otherwise).',
+          },
           edited: {
             description:
               'Null unless an approver edited the action before approving it (approve with an `edit`). Then `summary`, `params`, ' +

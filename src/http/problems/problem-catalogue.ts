@@ -226,6 +226,13 @@ export const PROBLEM_CATALOGUE = {
     fix: 'Read the action\'s current status; only a queued (or returned) action can be edited, approved or rejected.',
     example: { detail: 'Action 0190a6c2-0000-7000-8000-000000000002 is applied; only a queued (or returned) action can be edited, approved or rejected.', action_status: 'applied' },
   },
+  'action-changed': {
+    title: 'The action changed since the version you decided on',
+    status: 409,
+    when: 'An approve or reject named the action\'s `version` as `expected_version`, and the action has changed since (edited, or approved and returned to the queue): it is not the version the client saw.',
+    fix: 'Read the action again (GET /api/v1/accounts/{accountId}/approvals), review it as it is now, and decide again with its new `version` as `expected_version`.',
+    example: { detail: 'Action 0190a6c2-0000-7000-8000-000000000002 changed since version v1-q5C0Ej3Yc0Hy2ZqkQ9m1Vg (it is now version v1-0bWm1xRYc7sQ3JZbC4e1tA, returned); nothing was decided. Read the action again (the approvals list), review it as it is now, and decide again with its new `version` as `expected_version`.', expected_version: 'v1-q5C0Ej3Yc0Hy2ZqkQ9m1Vg', action_version: 'v1-0bWm1xRYc7sQ3JZbC4e1tA', action_status: 'returned' },
+  },
   'distinct-approver-required': {
     title: 'Another key must approve this action',
     status: 403,

@@ -1,3 +1,4 @@
+import { actionVersion } from '../../../commands/action/action-version.ts';
 import type { ApprovalRow } from '../../../projections/approvals/approval-view.ts';
 import type { EditedFrom } from '../../../projections/approvals/approvals-tables.ts';
 import type { Disposition, RiskTier } from '../../events/catalogue/index.ts';
@@ -59,6 +60,8 @@ export interface ApprovalRepresentation extends ActionRepresentation {
   readonly updated_at: string;
   /** Null unless an approver edited the action before approving it; then who, when, and the version before the edit. */
   readonly edited: EditedRepresentation | null;
+  /** Opaque; changes whenever the action does. Sent back as `expected_version` on approve and reject. */
+  readonly version: string;
 }
 
 export interface EditedRepresentation {
@@ -94,5 +97,6 @@ export function toApprovalRepresentation(row: ApprovalRow, publicBaseUrl: string
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     edited: editedOf(row),
+    version: actionVersion({ status: row.status, params: row.params, changedAt: row.updated_at }),
   };
 }

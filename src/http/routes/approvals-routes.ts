@@ -1,6 +1,6 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
-import { ActionNotFoundError, ActionNotInQueueError } from '../../../commands/action/action-lifecycle.ts';
+import { ActionNotFoundError, awaitingApproval } from '../../../commands/action/action-lifecycle.ts';
 import type { ActionEdit } from '../../../commands/action/action-edit.ts';
 import { platformAccountOf } from '../../../commands/account/platform-account.ts';
 import { loadAccount, loadAction } from '../../../commands/queries.ts';
@@ -9,7 +9,7 @@ import { MATCH_TYPES } from '../../platform/ads-platform.ts';
 import { AccountNotConnectedError } from '../../platform/platform-errors.ts';
 import { EditReview } from '../../policy/edit-review.ts';
 import type { CommandMeta } from '../../../commands/shared/new-event.ts';
-import { ACTION_STATUSES, AWAITING_APPROVAL } from '../../../commands/action/action-state.ts';
+import { ACTION_STATUSES } from '../../../commands/action/action-state.ts';
 import { lastSeqOf } from '../../../commands/shared/handle.ts';
 import { actionDecider } from '../../../commands/action/action-decider.ts';
 import { approveAction } from '../../../commands/action/approve-action.ts';
@@ -30,6 +30,8 @@ interface OnAction {
   readonly accountId: string;
   readonly actionId: string;
   readonly meta: CommandMeta;
+  /** The action's `version` the client decided on (`expected_version`); absent to decide on what it is now. */
+  readonly expectedVersion?: string;
 }
 
 const APPROVALS_PAGE = { default: 50, max: 200 } as const;
@@ -102,7 +104,7 @@ async function respondWithAction(api: ApiContext, ctx: Context, principal: Princ
 
 /** Approve and reject differ only in their body and their command. */
 const decision =
-  <B>(decide: (api: ApiContext, target: OnAction, body: B) => Promise<{ appended: readonly { seq: number }[] }>) =>
+  <B extends { expected_version?: string }>(decide: (api: ApiContext, target: OnAction, body: B) => Promise<{ appended: readonly { seq: number }[] }>) =>
   (api: ApiContext) =>
   async (ctx: Context, request: { principal: Principal; params: Readonly<Record<string, string>>; body: () => Promise<B> }) => {
     const { principal, params } = request;
@@ -115,6 +117,7 @@ const decision =
       accountId,
       actionId: action.id,
       meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: action.run_id ?? action.id },
+      ...(body.expected_version === undefined ? {} : { expectedVersion: body.expected_version }),
     };
     await respondWithAction(api, ctx, principal, accountId, action.id, lastSeqOf(await decide(api, target, body)));
   };
@@ -123,8 +126,23 @@ const decision =
 const decisionResponses = (done: string) => ({
   '200': { description: `The ${done} action.`, headers: requestIdHeader, content: json(ref('Approval')) },
   '404': responseRef('ActionNotFound'),
-  '409': responseRef('ActionNotInQueue'),
+  '409': responseRef('ActionNotDecidable'),
 });
+
+/** The optional precondition of approve and reject. */
+const EXPECTED_VERSION_SCHEMA = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 100,
+  description:
+    'Optional precondition: the action\'s `version` as the client read it (from the approvals list or an earlier answer). ' +
+    'When the action has changed since (edited, or approved and returned to the queue), nothing is decided and the answer is ' +
+    '409 `action-changed`: read the action again and decide on what it is now. Without it, the action is decided as it is at that moment.',
+} as const;
+
+const PRECONDITION_TEXT =
+  'Send the action\'s `version` as `expected_version` to decide only on the version the person saw: if the action changed since ' +
+  '(edited, or approved and returned to the queue), the answer is 409 `action-changed` and nothing is decided.';
 
 const positiveValue = (what: string) => ({ type: 'number', exclusiveMinimum: 0, description: `The new ${what} (replaces the proposed one).` });
 
@@ -162,14 +180,16 @@ const EDIT_SCHEMA = {
 interface ApproveBody {
   note?: string;
   edit?: ActionEdit;
+  expected_version?: string;
 }
 
 /** Approves, first putting the approver's edit (if any) through the policy again. */
 async function approveWithEdit(api: ApiContext, target: OnAction, body: ApproveBody) {
   if (!body.edit) return approveAction(api.commands, { ...target, note: body.note ?? '' });
   const action = (await loadAction(api.aggregates, target.workspaceId, target.accountId, target.actionId)).state;
-  // An action that left the queue answers 409 whatever the edit says (the decider checks again on append).
-  if (!AWAITING_APPROVAL.includes(action.status as never)) throw new ActionNotInQueueError(target.actionId, action.status);
+  // An action that left the queue, or is not the version the client saw, answers 409 whatever the edit
+  // says (the decider checks both again on append).
+  awaitingApproval(target, action);
   const account = platformAccountOf(target.accountId, (await loadAccount(api.aggregates, target.workspaceId, target.accountId)).state);
   if (!account) throw new AccountNotConnectedError(target.accountId);
   const review = new EditReview(api.platform, api.aggregates, new ApprovalsAppliedChangeLookup(api.db));
@@ -189,7 +209,8 @@ export const approveActionRoute = route<Record<string, never>, ApproveBody>({
     'When the workspace requires a distinct approver (`adsagent workspace set WS --require-distinct-approver on`), the key that ' +
     'proposed the action, or started the run that proposed it, answers 403 `distinct-approver-required`. ' +
     'With an `edit`, the action is changed and approved in one step (ActionEdited then ActionApproved): what is approved is exactly what is applied. ' +
-    'An edit that adds a keyword, names a field of another kind, or that the policy blocks answers 422 `validation-error` saying what to send instead.',
+    'An edit that adds a keyword, names a field of another kind, or that the policy blocks answers 422 `validation-error` saying what to send instead. ' +
+    PRECONDITION_TEXT,
   access: 'write',
   backedBy: ['event-log', 'database', 'platform'],
   pathParameters: { projectId: PROJECT_ID, actionId: ACTION_ID },
@@ -197,7 +218,11 @@ export const approveActionRoute = route<Record<string, never>, ApproveBody>({
     component: 'ApproveRequest',
     required: false,
     description: 'Optional; no body means `{}`.',
-    schema: { type: 'object', additionalProperties: false, properties: { note: { type: 'string', maxLength: TEXT_MAX_LENGTH }, edit: EDIT_SCHEMA } },
+    schema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { note: { type: 'string', maxLength: TEXT_MAX_LENGTH }, edit: EDIT_SCHEMA, expected_version: EXPECTED_VERSION_SCHEMA },
+    },
     messages: {
       '/edit': {
         minProperties: 'must name the one field to change: `keywords`, `daily_budget`, `target_cpa` or `target_roas_pct` (the one of the action\'s kind)',
@@ -218,22 +243,28 @@ export const approveActionRoute = route<Record<string, never>, ApproveBody>({
     },
     '409': {
       description:
-        'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`). ' +
+        'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`), or it changed since the ' +
+        '`expected_version` sent (`action-changed`, with its current `action_version`: read it again). ' +
         'With an `edit`: the account has no connected platform to check the edit against (`account-not-connected`).',
       headers: requestIdHeader,
-      content: { [PROBLEM_MEDIA_TYPE]: { schema: { anyOf: [ref('ActionNotInQueueProblem'), ref('Problem')] } } },
+      content: { [PROBLEM_MEDIA_TYPE]: { schema: { anyOf: [ref('ActionNotInQueueProblem'), ref('ActionChangedProblem'), ref('Problem')] } } },
     },
   },
   handler: decision(approveWithEdit),
 });
 
-export const rejectActionRoute = route<Record<string, never>, { reason: string }>({
+interface RejectBody {
+  reason: string;
+  expected_version?: string;
+}
+
+export const rejectActionRoute = route<Record<string, never>, RejectBody>({
   method: 'post',
   path: '/api/v1/accounts/{projectId}/approvals/{actionId}/reject',
   operationId: 'rejectAction',
   tags: ['approvals'],
   summary: 'Reject a queued action',
-  description: 'Same rules as approve: only from `queued` or `returned`, otherwise 409 `action-not-in-queue`. A reason is required.',
+  description: 'Same rules as approve: only from `queued` or `returned`, otherwise 409 `action-not-in-queue`. A reason is required. ' + PRECONDITION_TEXT,
   access: 'write',
   backedBy: ['event-log', 'database'],
   pathParameters: { projectId: PROJECT_ID, actionId: ACTION_ID },
@@ -246,11 +277,11 @@ export const rejectActionRoute = route<Record<string, never>, { reason: string }
       type: 'object',
       additionalProperties: false,
       required: ['reason'],
-      properties: { reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S' } },
+      properties: { reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S' }, expected_version: EXPECTED_VERSION_SCHEMA },
     },
   },
   responses: decisionResponses('rejected'),
-  handler: decision((api, target, body: { reason: string }) => api.commands.handle(actionDecider, { type: 'RejectAction', ...target, reason: body.reason })),
+  handler: decision((api, target, body: RejectBody) => api.commands.handle(actionDecider, { type: 'RejectAction', ...target, reason: body.reason })),
 });
 
 export const APPROVAL_ROUTES: readonly RouteDefinition<ApiContext>[] = [listApprovalsRoute, approveActionRoute, rejectActionRoute];
