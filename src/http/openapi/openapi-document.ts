@@ -481,7 +481,7 @@ const documentWithoutPaths = {
           started_at: nullableDateTime,
           finished_at: nullableDateTime,
           poll_url: { type: 'string', format: 'uri' },
-          duration_ms: { type: ['integer', 'null'], minimum: 0, description: 'Null until the run has finished (and for a run canceled or failed before it started).' },
+          duration_ms: { type: ['integer', 'null'], minimum: 0, description: 'Null until the run has finished. A finished run always has one: from its start to its end, or from its creation to its end for a run canceled or failed before a worker started it.' },
           agent: {
             oneOf: [
               { type: 'null' },
