@@ -4,7 +4,10 @@ import { v7 as uuidv7 } from 'uuid';
 import type Koa from 'koa';
 import type { Logger } from '../log/logger.ts';
 import { problemTypeUri } from './problem-response.ts';
-import { PROBLEM_CATALOGUE, type ProblemSlug } from './problems/problem-catalogue.ts';
+import { PROBLEM_CATALOGUE } from './problems/problem-catalogue.ts';
+
+/** A request line longer than this (method, URI, version) is answered 414 uri-too-long. */
+export const MAX_REQUEST_LINE_BYTES = 8 * 1024;
 
 export interface HttpServer {
   readonly port: number;
@@ -21,26 +24,53 @@ export interface HttpServerOptions {
   readonly publicBaseUrl?: string;
 }
 
-/** What node's HTTP parser refuses before any middleware runs, as our problem types. */
-const PARSER_PROBLEMS: Readonly<Record<string, { reason: string; type: ProblemSlug }>> = {
-  HPE_HEADER_OVERFLOW: { reason: 'Request Header Fields Too Large', type: 'headers-too-large' },
-  HPE_URI_TOO_LONG: { reason: 'URI Too Long', type: 'uri-too-long' },
-};
-const MALFORMED = { reason: 'Bad Request', type: 'malformed-request' } as const;
+/** What node's HTTP parser refuses before any middleware runs, as our problem types, with what to send instead. */
+const HEADERS_TOO_LARGE = {
+  reason: 'Request Header Fields Too Large',
+  type: 'headers-too-large',
+  detail: 'The request line and headers exceed 16 KiB; send fewer or shorter headers.',
+} as const;
+const URI_TOO_LONG = {
+  reason: 'URI Too Long',
+  type: 'uri-too-long',
+  detail: `The request line exceeds ${MAX_REQUEST_LINE_BYTES / 1024} KiB; send a shorter URI (no endpoint takes a query that long).`,
+} as const;
+const MALFORMED = { reason: 'Bad Request', type: 'malformed-request', detail: 'The request is not valid HTTP/1.1.' } as const;
 
 /**
- * Answers a request node's parser refused (oversized headers, broken HTTP) with an RFC 9457
- * problem like every other error, instead of node's bare status line.
+ * Which problem a parser error is. Node's parser has no "URI too long" of its own: it counts
+ * the request line toward the header section's 16 KiB (HPE_HEADER_OVERFLOW). The bytes it
+ * refused tell the two apart: a request line alone over MAX_REQUEST_LINE_BYTES is a URI
+ * too long (414), anything else over the limit is the headers (431).
+ */
+function parserProblem(error: Error & { code?: string; rawPacket?: unknown }) {
+  if (error.code !== 'HPE_HEADER_OVERFLOW') return MALFORMED;
+  const packet = Buffer.isBuffer(error.rawPacket) ? error.rawPacket : undefined;
+  if (!packet) return HEADERS_TOO_LARGE;
+  const lineEnd = packet.indexOf('\r\n');
+  return (lineEnd === -1 ? packet.length : lineEnd) > MAX_REQUEST_LINE_BYTES ? URI_TOO_LONG : HEADERS_TOO_LARGE;
+}
+
+/**
+ * Answers a request node's parser refused (oversized headers or URI, broken HTTP) with an RFC
+ * 9457 problem like every other error, instead of node's bare status line.
  */
 function answerClientError(error: Error & { code?: string }, socket: Socket, publicBaseUrl: string): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
   }
-  const refused = PARSER_PROBLEMS[error.code ?? ''] ?? MALFORMED;
+  const refused = parserProblem(error);
   const problem = { ...refused, ...PROBLEM_CATALOGUE[refused.type] };
   const requestId = uuidv7();
-  const body = JSON.stringify({ type: problemTypeUri(publicBaseUrl, problem.type), title: problem.title, status: problem.status, instance: '', request_id: requestId });
+  const body = JSON.stringify({
+    type: problemTypeUri(publicBaseUrl, problem.type),
+    title: problem.title,
+    status: problem.status,
+    detail: refused.detail,
+    instance: '',
+    request_id: requestId,
+  });
   socket.end(
     `HTTP/1.1 ${problem.status} ${problem.reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,

@@ -60,7 +60,16 @@ describe('smaller holes (issue #10 item 8)', function () {
       expect(response.headers.get('content-type')).to.equal('application/problem+json');
       const body = (await response.json()) as Record<string, unknown>;
       expect(body).to.include({ type: 'http://api.test/problems/headers-too-large', status: 431 });
+      expect(body.detail).to.match(/send fewer or shorter headers/);
       expect(body.request_id).to.equal(response.headers.get('x-request-id'));
+    });
+
+    it('answers a URI over 8 KiB with a 414 problem saying to send a shorter one, not with 431', async () => {
+      const response = await fetch(`${svc.baseUrl}/api/v1/accounts?${'a'.repeat(20_000)}`, { headers: { authorization: `Bearer ${tenant.keys.read}` } });
+      expect(response.status).to.equal(414);
+      const body = (await response.json()) as Record<string, unknown>;
+      expect(body).to.include({ type: 'http://api.test/problems/uri-too-long', status: 414 });
+      expect(body.detail).to.match(/send a shorter URI/);
     });
 
     it('answers a request that is not HTTP with a 400 problem', async () => {
