@@ -9,6 +9,7 @@ import { classifyAction } from './classify-action.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
 import { PolicyContextReader, type AppliedChangeLookup } from './policy-context.ts';
 import { targetChangeDraft } from './target-change-draft.ts';
+import { clipText } from '../text/clip-text.ts';
 
 /** The edited action as a draft, measured on the platform as a proposal would be, with the summary people see. */
 async function editedDraft(
@@ -26,14 +27,14 @@ async function editedDraft(
       const keywords = params.keywords as { text: string; match_type: MatchType }[];
       return {
         draft: { kind: 'add_negative_keywords', params: { campaign_id: campaign.id, keywords }, based_on: await negativeKeywordBasis(platform, account, campaign, keywords, last30Days(now)) },
-        summary: `Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => `${k.text} (${k.match_type})`).join(', ')}`.slice(0, 500),
+        summary: clipText(`Add ${keywords.length} negative keyword(s) to "${campaign.name}": ${keywords.map((k) => `${k.text} (${k.match_type})`).join(', ')}`, 500),
       };
     }
     case 'set_campaign_budget': {
       const budget = params.daily_budget as number;
       return {
         draft: { kind: 'set_campaign_budget', params: { campaign_id: campaign.id, daily_budget: budget }, based_on: budgetBasisOf(campaign) },
-        summary: `Change the daily budget of "${campaign.name}" from ${campaign.daily_budget} to ${budget}`.slice(0, 500),
+        summary: clipText(`Change the daily budget of "${campaign.name}" from ${campaign.daily_budget} to ${budget}`, 500),
       };
     }
     case 'set_target_cpa':
@@ -43,7 +44,7 @@ async function editedDraft(
         : { field: 'target_roas_pct' as const, value: params.target_roas_pct as number };
       const change = targetChangeDraft(campaign, request);
       if (!change.ok) throw new CampaignNotFoundError(campaignId);
-      return { draft: change.draft, summary: change.summary.slice(0, 500) };
+      return { draft: change.draft, summary: clipText(change.summary, 500) };
     }
     default:
       throw new Error(`action kind ${String(action.kind)} is not editable`);
