@@ -90,6 +90,30 @@ interface PendingSignature {
 }
 
 /**
+ * The hash each subject's chain ends with at `uptoSeq`, as the log says (an event that is not
+ * JSON or has no hash leaves its subject's head as it was). Counted in `heads` progress.
+ */
+async function readChainHeads(
+  store: VerifyOptions['store'],
+  filter: string,
+  uptoSeq: number,
+  heads: Map<string, string>,
+  onProgress: VerifyOptions['onProgress'],
+): Promise<void> {
+  let read = 0;
+  for await (const raw of store.readRaw(filter, 1, uptoSeq)) {
+    if (++read % 5000 === 0) onProgress?.('heads', raw.seq, uptoSeq);
+    let hash: unknown;
+    try {
+      hash = (JSON.parse(raw.text) as { hash?: unknown }).hash;
+    } catch {
+      continue;
+    }
+    if (typeof hash === 'string') heads.set(raw.subject, hash);
+  }
+}
+
+/**
  * Replays the event log and checks what an auditor needs to trust it: every message is an
  * event valid against its schema, sits on the subject its envelope names, hashes to its
  * `hash`, links to the previous event of its aggregate and, given a verifier, carries a valid
@@ -148,6 +172,12 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
   /** Stops at an event's own discrepancy, unless a signature before it was refused. */
   const stopAt = async (discrepancy: Discrepancy): Promise<VerifyReport> => (await firstRefusal()) ?? report(discrepancy);
 
+  // From a later sequence, each subject's chain continues from the last event before it:
+  // read the heads off the log before the range (hashes only, nothing judged there), or a
+  // replayed copy that is the first event of its subject in the range would go unnoticed.
+  const headsBefore = new Map<string, string>();
+  if (fromSeq > 1) await readChainHeads(store, filter, fromSeq - 1, headsBefore, options.onProgress);
+
   for await (const raw of store.readRaw(filter, fromSeq, head)) {
     events++;
     lastSeq = raw.seq;
@@ -185,8 +215,8 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
     if (recomputed !== event.hash) {
       return stopAt({ kind: 'hash_mismatch', seq: raw.seq, subject: raw.subject, detail: `event ${event.id} (${event.type}) does not hash to its recorded hash: its content was altered` });
     }
-    const previous = lastHash.get(raw.subject) ?? (fromSeq === 1 ? GENESIS_HASH : undefined);
-    if (previous !== undefined && event.prev_hash !== previous) {
+    const previous = lastHash.get(raw.subject) ?? headsBefore.get(raw.subject) ?? GENESIS_HASH;
+    if (event.prev_hash !== previous) {
       return stopAt({
         kind: 'chain_broken',
         seq: raw.seq,
@@ -195,6 +225,7 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
       });
     }
     lastHash.set(raw.subject, event.hash);
+    headsBefore.delete(raw.subject);
     if (options.verifier) {
       const check = options.verifier.verdictOffThread(event, raw.subject, raw.seq);
       // Settled in stream order by settleOldest; a refusal is not an unhandled rejection meanwhile.

@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { streams } from '../../src/event-store/subjects.ts';
+import { runCli } from '../support/cli.ts';
+import { startRun, waitForTerminalRun } from '../support/runs.ts';
+import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+
+/**
+ * `audit verify --from-seq N` (how an auditor goes on after a discrepancy) judges each
+ * subject's first event in the range against the last one before it, as a full audit does:
+ * a replayed copy of a signed event is a discrepancy wherever the range starts.
+ */
+describe('adsagent audit verify --from-seq: a replay is caught wherever the range starts', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let tenant: TestTenant;
+  let replayedSeq: number;
+  let subject: string;
+
+  before(async () => {
+    svc = await startTestService('auditfromseq');
+    tenant = await svc.tenant();
+    const infra = svc.service.infrastructure;
+    await waitForTerminalRun(svc, tenant.keys.write, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'A run before the replay'));
+    subject = infra.subjects.forAggregate(streams.account(tenant.workspaceId, tenant.accounts.sandbox));
+    let queuedSeq = 0;
+    for await (const { seq, event } of infra.store.readFiltered(subject, 1)) if (event.type === 'RunQueued') queuedSeq = seq;
+    // The exact signed bytes of the RunQueued again, as a holder of the NATS password could publish them.
+    replayedSeq = (await infra.js.publish(subject, (await infra.store.rawAt(queuedSeq))!.data)).seq;
+  });
+  after(async () => svc?.stop());
+
+  const verifyFrom = async (fromSeq: number, ...extra: string[]) => {
+    const result = await runCli(svc.config, ['audit', 'verify', '--json', '--from-seq', String(fromSeq), ...extra]);
+    return { code: result.code, report: JSON.parse(result.stdout) as { ok: boolean; events: number; subjects: number; discrepancy: { kind: string; seq: number; subject: string } | null } };
+  };
+
+  for (const [label, from] of [
+    ['at the replay itself', 0],
+    ['just before it', -1],
+  ] as const) {
+    it(`given a replayed signed event, when the range starts ${label}, then it is a chain_broken discrepancy at the replay (exit 1)`, async () => {
+      const { code, report } = await verifyFrom(replayedSeq + from);
+      expect(report.ok).to.equal(false);
+      expect(report.discrepancy).to.deep.include({ kind: 'chain_broken', seq: replayedSeq, subject });
+      expect(code).to.equal(1);
+    });
+  }
+
+  it('given the same range for one account, then the replay is caught too, and only the range is read', async () => {
+    const { report } = await verifyFrom(replayedSeq, '--account', tenant.accounts.sandbox);
+    expect(report.discrepancy).to.deep.include({ kind: 'chain_broken', seq: replayedSeq });
+    expect(report.events, 'events read: the replay alone').to.equal(1);
+  });
+});
