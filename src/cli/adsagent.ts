@@ -16,6 +16,7 @@ import { connectGoogleAdsAccount, reconnectGoogleAdsAccount } from '../operator/
 import { CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
 import { PlatformUnavailableError } from '../platform/platform-errors.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
+import { openReaderInfrastructure, type ReaderInfrastructure } from '../runtime/reader-infrastructure.ts';
 import { createDemo, describeDemo } from './demo.ts';
 import { runAuditVerify } from './audit-verify-command.ts';
 import { checkEventsTailOptions, runEventsTail } from './events-tail-command.ts';
@@ -164,12 +165,8 @@ async function run(command: string[], options: Options, json: boolean, infra: In
       const result = await setKillSwitch(infra, required(options, 'workspace'), verb === 'on', String(options.reason ?? ''));
       return printResult(json, result.value, `kill switch ${result.value.engaged ? 'engaged' : 'released'} for ${result.value.workspace_id}`);
     }
-    case 'audit verify':
-      return runAuditVerify(infra, config, options, json);
     case 'keys export-public':
       return runKeysExportPublic(infra, json);
-    case 'events tail':
-      return runEventsTail(infra, options);
     case 'demo': {
       const holdSeconds = typeof options.hold === 'string' ? (options.hold === '0' ? 0 : positiveSeconds(options.hold)) : undefined;
       const demo = await createDemo(infra, typeof options.url === 'string' ? options.url : config.publicBaseUrl, { holdSeconds });
@@ -277,12 +274,20 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  let infra: Infrastructure | undefined;
+  let infra: Infrastructure | ReaderInfrastructure | undefined;
   try {
-    // An offline audit with --public-key verifies with those keys only and never reads the private key.
-    const publicKeyFiles = parsed.positionals.join(' ') === 'audit verify' ? parsed.values['public-key'] : undefined;
-    infra = await openInfrastructure(config, 'adsagent-cli', { notice: warn, publicKeyFiles });
-    return (await run(parsed.positionals, parsed.values, parsed.values.json ?? false, infra, config)) ?? 0;
+    const command = parsed.positionals.join(' ');
+    if (command === 'audit verify' || command === 'events tail') {
+      // Readers of the log change nothing and need read access only. An offline audit with
+      // --public-key verifies with those keys, never reads the private key, and opens no database.
+      const publicKeyFiles = command === 'audit verify' ? parsed.values['public-key'] : undefined;
+      const reader = await openReaderInfrastructure(config, 'adsagent-cli', { notice: warn, publicKeyFiles, database: command === 'audit verify' && publicKeyFiles === undefined });
+      infra = reader;
+      return command === 'audit verify' ? await runAuditVerify(reader, config, parsed.values, parsed.values.json ?? false) : await runEventsTail(reader, parsed.values);
+    }
+    const full = await openInfrastructure(config, 'adsagent-cli', { notice: warn });
+    infra = full;
+    return (await run(parsed.positionals, parsed.values, parsed.values.json ?? false, full, config)) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       warn(error.message);

@@ -2,12 +2,16 @@ import cliProgress from 'cli-progress';
 import { PROJECTIONS } from '../../projections/index.ts';
 import { auditVerifier, verifyEventLog } from '../audit/verify-event-log.ts';
 import type { Config } from '../config/config.ts';
-import type { Infrastructure } from '../runtime/infrastructure.ts';
+import type { ReaderInfrastructure } from '../runtime/reader-infrastructure.ts';
 import { printResult, UsageError } from './output.ts';
 import type { Options } from './cli-options.ts';
 
-/** `adsagent audit verify`: exit 0 when the log and the read models check out, 1 at the first discrepancy. */
-export async function runAuditVerify(infra: Infrastructure, config: Config, options: Options, json: boolean): Promise<number> {
+/**
+ * `adsagent audit verify`: exit 0 when the log (and, given the database, the read models)
+ * check out, 1 at the first discrepancy. An offline audit (`--public-key`) opens no database:
+ * it verifies the log only.
+ */
+export async function runAuditVerify(infra: Pick<ReaderInfrastructure, 'store' | 'subjects' | 'signing' | 'database'>, config: Config, options: Options, json: boolean): Promise<number> {
   const fromSeq = options['from-seq'] === undefined ? 1 : Number(options['from-seq']);
   if (!Number.isInteger(fromSeq) || fromSeq < 1) throw new UsageError(`--from-seq must be a positive integer, e.g. --from-seq 1 (got '${options['from-seq']}')`);
   const bar = new cliProgress.SingleBar(
@@ -23,7 +27,7 @@ export async function runAuditVerify(infra: Infrastructure, config: Config, opti
     subjects: infra.subjects,
     accountId: typeof options.account === 'string' ? options.account : undefined,
     fromSeq,
-    readModels: { db: infra.database.db, schema: config.databaseSchema, projections: PROJECTIONS },
+    ...(infra.database ? { readModels: { db: infra.database.db, schema: config.databaseSchema, projections: PROJECTIONS } } : {}),
     onProgress: (name, done, total) => {
       if (name !== phase) {
         phase = name;

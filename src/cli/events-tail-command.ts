@@ -1,7 +1,7 @@
 import { CURRENT_VERSION } from '../events/catalogue/index.ts';
 import type { AdmissionResult } from '../events/event-admission.ts';
 import { SubjectChains } from '../events/subject-chains.ts';
-import type { Infrastructure } from '../runtime/infrastructure.ts';
+import type { ReaderInfrastructure } from '../runtime/reader-infrastructure.ts';
 import { UsageError } from './output.ts';
 import type { Options } from './cli-options.ts';
 
@@ -11,7 +11,7 @@ import type { Options } from './cli-options.ts';
  * "code","error"}` and the tail goes on (a `--type` filter does not hide it); so does a
  * replayed copy (`chain-broken`) on a subject whose chain the tail follows from its start.
  */
-export async function runEventsTail(infra: Infrastructure, options: Options): Promise<number> {
+export async function runEventsTail(infra: Pick<ReaderInfrastructure, 'store' | 'subjects'>, options: Options): Promise<number> {
   checkEventsTailOptions(options);
   const account = typeof options.account === 'string' ? options.account : '*';
   const filter = account === '*' ? infra.subjects.all : `${infra.subjects.prefix}.v1.*.${account}.>`;

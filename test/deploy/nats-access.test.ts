@@ -161,6 +161,25 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(seen).to.equal(last);
     });
 
+    it('audits the log with read access only: audit verify --public-key and events tail run as this user, with no database', async () => {
+      const keys = join(workDir, 'signing-keys.pem');
+      writeFileSync(keys, (await runCli(svc.config, ['keys', 'export-public'], 60_000, serviceEnv())).stdout);
+      // The analytics user, and a database nobody can reach: an offline audit needs neither the service's password nor Postgres.
+      const asAuditor = { NATS_USER: 'analytics', NATS_PASSWORD: ANALYTICS_PASSWORD, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/nothing' };
+      const audit = await runCli(svc.config, ['audit', 'verify', '--public-key', keys, '--json'], 60_000, { ...serviceEnv(), ...asAuditor });
+      expect(audit.code, audit.stderr).to.equal(0);
+      const report = JSON.parse(audit.stdout) as { ok: boolean; events: number; signedEvents: number; readModelsChecked: string[] };
+      expect(report.ok).to.equal(true);
+      expect(report.events).to.equal(await lastSequence());
+      expect(report.signedEvents).to.equal(report.events);
+      expect(report.readModelsChecked).to.deep.equal([]);
+      const tail = await runCli(svc.config, ['events', 'tail'], 60_000, { ...serviceEnv(), ...asAuditor });
+      expect(tail.code, tail.stderr).to.equal(0);
+      const lines = tail.stdout.trim().split('\n').map((line) => JSON.parse(line) as { seq: number; corrupt?: boolean });
+      expect(lines.map((line) => line.seq)).to.deep.equal(Array.from({ length: report.events }, (_, i) => i + 1));
+      expect(lines.filter((line) => line.corrupt)).to.deep.equal([]);
+    });
+
     it('runs the example analytics consumer (a durable consumer of its own) and counts an auto-applied action', async () => {
       const listed = await svc.request('GET', `/api/v1/accounts/${tenant.accounts.sandbox2}/campaigns`, { key: tenant.keys.read });
       const campaign = ((await listed.json()) as { data: any[] }).data.find(
