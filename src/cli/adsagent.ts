@@ -324,4 +324,11 @@ async function main(): Promise<number> {
   }
 }
 
+// The reader of our output went away (`adsagent events tail | head -1`): what it wanted, it
+// has; end quietly as other command-line tools do, instead of crashing on the next write.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
 process.exitCode = await main();

@@ -3,7 +3,9 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { auditVerifier, verifyEventLog } from '../audit/verify-event-log.ts';
 import type { Config } from '../config/config.ts';
 import type { ReaderInfrastructure } from '../runtime/reader-infrastructure.ts';
-import { printResult, UsageError } from './output.ts';
+import { printResult, UsageError, warn } from './output.ts';
+import { accountOption } from './cli-options.ts';
+import { terminalText } from '../text/terminal-text.ts';
 import type { Options } from './cli-options.ts';
 
 /**
@@ -14,6 +16,7 @@ import type { Options } from './cli-options.ts';
 export async function runAuditVerify(infra: Pick<ReaderInfrastructure, 'store' | 'subjects' | 'signing' | 'database'>, config: Config, options: Options, json: boolean): Promise<number> {
   const fromSeq = options['from-seq'] === undefined ? 1 : Number(options['from-seq']);
   if (!Number.isInteger(fromSeq) || fromSeq < 1) throw new UsageError(`--from-seq must be a positive integer, e.g. --from-seq 1 (got '${options['from-seq']}')`);
+  const accountId = accountOption(options);
   const bar = new cliProgress.SingleBar(
     { format: '{phase} [{bar}] {percentage}% | {value}/{total} | {duration}s', stream: process.stderr, noTTYOutput: false },
     cliProgress.Presets.shades_classic,
@@ -25,7 +28,7 @@ export async function runAuditVerify(infra: Pick<ReaderInfrastructure, 'store' |
     verifier: auditVerifier(infra.signing),
     store: infra.store,
     subjects: infra.subjects,
-    accountId: typeof options.account === 'string' ? options.account : undefined,
+    accountId,
     fromSeq,
     ...(infra.database ? { readModels: { db: infra.database.db, schema: config.databaseSchema, projections: PROJECTIONS } } : {}),
     onProgress: (name, done, total) => {
@@ -38,8 +41,14 @@ export async function runAuditVerify(infra: Pick<ReaderInfrastructure, 'store' |
   });
   bar.stop();
   const human = report.discrepancy
-    ? `DISCREPANCY at stream sequence ${report.discrepancy.seq} (${report.discrepancy.kind}) on ${report.discrepancy.subject}: ${report.discrepancy.detail}`
+    ? `DISCREPANCY at stream sequence ${report.discrepancy.seq} (${report.discrepancy.kind}) on ${terminalText(report.discrepancy.subject)}: ${terminalText(report.discrepancy.detail)}`
     : `ok: ${report.events} events on ${report.subjects} subjects verified up to sequence ${report.lastSeq}; ${describeSignatures(report)}; read models checked: ${report.readModelsChecked.join(', ') || 'none'} (${report.durationMs} ms)`;
+  // A filter that matched nothing verified nothing: a mistyped id must not read as a passed audit.
+  if (!report.discrepancy && report.events === 0 && (accountId !== undefined || fromSeq > 1)) {
+    const what = [accountId !== undefined ? `of account ${accountId}` : '', fromSeq > 1 ? `from sequence ${fromSeq}` : ''].filter(Boolean).join(' ');
+    warn(`no event ${what} is in the log (its last sequence is ${await infra.store.lastSequence()}): nothing was verified; check --account (an account id, as GET /api/v1/accounts lists them) and --from-seq`);
+    return 2;
+  }
   printResult(json, { ok: report.discrepancy === null, ...report }, human);
   return report.discrepancy ? 1 : 0;
 }

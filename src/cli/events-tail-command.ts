@@ -3,7 +3,7 @@ import type { AdmissionResult } from '../events/event-admission.ts';
 import { SubjectChains } from '../events/subject-chains.ts';
 import type { ReaderInfrastructure } from '../runtime/reader-infrastructure.ts';
 import { UsageError } from './output.ts';
-import type { Options } from './cli-options.ts';
+import { accountOption, type Options } from './cli-options.ts';
 
 /**
  * `adsagent events tail`: events as JSON lines (envelope plus `seq` and `subject`). A
@@ -13,7 +13,7 @@ import type { Options } from './cli-options.ts';
  */
 export async function runEventsTail(infra: Pick<ReaderInfrastructure, 'store' | 'subjects'>, options: Options): Promise<number> {
   checkEventsTailOptions(options);
-  const account = typeof options.account === 'string' ? options.account : '*';
+  const account = accountOption(options) ?? '*';
   const filter = account === '*' ? infra.subjects.all : `${infra.subjects.prefix}.v1.*.${account}.>`;
   const type = typeof options.type === 'string' ? options.type : undefined;
   let from = 1;
@@ -62,6 +62,7 @@ export const KNOWN_EVENT_TYPES: readonly string[] = Object.keys(CURRENT_VERSION)
  * has would print nothing and look like an empty log, so it is an error listing the types.
  */
 export function checkEventsTailOptions(options: Options): void {
+  accountOption(options);
   if (options['from-seq'] !== undefined && options.since !== undefined) {
     throw new UsageError('use --from-seq or --since, not both (--from-seq N starts at a stream sequence, --since TIME at a time)');
   }

@@ -2,7 +2,7 @@ import { PROJECTIONS } from '../../projections/index.ts';
 import { listQuarantine } from '../../projections/runtime/quarantine.ts';
 import { retryQuarantined, RetryOutcome } from '../../projections/runtime/quarantine-retry.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
-import { sanitizeText } from '../text/hostile-text.ts';
+import { terminalText } from '../text/terminal-text.ts';
 import type { Options } from './cli-options.ts';
 import { printResult, UsageError } from './output.ts';
 
@@ -29,7 +29,7 @@ export async function runQuarantineCommand(infra: Infrastructure, args: readonly
     const human =
       rows.length === 0
         ? 'no parked events'
-        : rows.map((r) => `${r.seq}\t${r.projection}\t${r.code}\t${sanitizeText(r.subject)}\t${r.first_seen_at}\t${sanitizeText(r.error)}`).join('\n');
+        : rows.map((r) => `${r.seq}\t${r.projection}\t${r.code}\t${terminalText(r.subject)}\t${r.first_seen_at}\t${terminalText(r.error)}`).join('\n');
     printResult(json, { events: rows }, human);
     return 0;
   }
@@ -41,7 +41,7 @@ export async function runQuarantineCommand(infra: Infrastructure, args: readonly
       printResult(json, { seq, results }, `no projection has parked sequence ${seq}; adsagent projections quarantine list shows the parked ones`);
       return 1;
     }
-    printResult(json, { seq, results }, results.map((r) => `${r.projection}: ${r.outcome} (${sanitizeText(r.detail)})`).join('\n'));
+    printResult(json, { seq, results }, results.map((r) => `${r.projection}: ${r.outcome} (${terminalText(r.detail)})`).join('\n'));
     return results.every((r) => r.outcome === RetryOutcome.Applied) ? 0 : 1;
   }
   throw new UsageError('projections quarantine needs a verb: adsagent projections quarantine list, or adsagent projections quarantine retry SEQ [--force]');

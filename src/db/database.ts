@@ -41,7 +41,7 @@ export interface DatabaseHandle {
  * Opens a pool whose connections resolve unqualified table names in `schema` first, so
  * one database can hold many isolated deployments (every test file makes its own).
  */
-export async function openDatabase(url: string, schema: string, maxConnections = 10): Promise<DatabaseHandle> {
+export async function openDatabase(url: string, schema: string, maxConnections = 10, options: { readonly createSchema?: boolean } = {}): Promise<DatabaseHandle> {
   const pool = new pg.Pool({
     connectionString: url,
     max: maxConnections,
@@ -57,7 +57,8 @@ export async function openDatabase(url: string, schema: string, maxConnections =
   try {
     const client = await pool.connect();
     try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      // A reader (an audit) checks the connection and changes nothing.
+      await client.query(options.createSchema === false ? 'select 1' : `CREATE SCHEMA IF NOT EXISTS "${schema}"`);
     } finally {
       client.release();
     }
@@ -74,6 +75,10 @@ export async function openDatabase(url: string, schema: string, maxConnections =
     newSession: () => new pg.Client({ connectionString: url, options: `-c search_path=${schema},public`, connectionTimeoutMillis: CONNECTION_TIMEOUT_MS, keepAlive: true }),
     close: async () => {
       await db.destroy();
+      // Kysely ends the pool only once it has run a query: a handle nobody queried (an audit
+      // of one account, which compares no read model) would keep its idle connection, and the
+      // process, alive for idleTimeoutMillis.
+      if (!pool.ended) await pool.end();
     },
   };
 }

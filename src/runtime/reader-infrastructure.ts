@@ -58,7 +58,7 @@ export async function openReaderInfrastructure(config: Config, clientName: strin
     // Without a signer, openEventSigning only reads the activation record (when this user may).
     const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded: { signer: undefined, keys } });
     store.admission.useAuthenticity(signing.verifier);
-    if (options.database) database = await openDatabase(config.databaseUrl, config.databaseSchema);
+    if (options.database) database = await openDatabase(config.databaseUrl, config.databaseSchema, 4, { createSchema: false });
     const opened = database;
     return {
       config,

@@ -46,6 +46,18 @@ describe('adsagent audit verify --from-seq: a replay is caught wherever the rang
     });
   }
 
+  it('given a message whose subject and type carry terminal escape sequences, then the report prints them inert', async () => {
+    const infra = svc.service.infrastructure;
+    const hostileSubject = `${infra.subjects.prefix}.v1.\u001b]0;PWNED\u0007\u001b[31mRED.x.action.y`;
+    const seq = (await infra.js.publish(hostileSubject, JSON.stringify({ type: '\u001b]0;OWNED\u0007\u001b[2J' }))).seq;
+    const result = await runCli(svc.config, ['audit', 'verify', '--from-seq', String(seq)]);
+    expect(result.code).to.equal(1);
+    expect(result.stdout).to.include(`DISCREPANCY at stream sequence ${seq}`);
+    // No ESC, BEL or other control character reaches the terminal: they print as U+FFFD.
+    expect(result.stdout).to.not.match(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/);
+    expect(result.stdout).to.include('\uFFFD]0;PWNED\uFFFD');
+  });
+
   it('given the same range for one account, then the replay is caught too, and only the range is read', async () => {
     const { report } = await verifyFrom(replayedSeq, '--account', tenant.accounts.sandbox);
     expect(report.discrepancy).to.deep.include({ kind: 'chain_broken', seq: replayedSeq });

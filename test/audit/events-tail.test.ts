@@ -59,6 +59,37 @@ describe('adsagent events tail', function () {
     expect(result.code).to.equal(0);
     expect(lines(result.stdout).map((e) => e.type)).to.deep.equal(['RunCanceled']);
   });
+  it('ends quietly (exit 0) when the reader of its output goes away, as `events tail --follow | head -1` does', async () => {
+    const tail = spawnCli(svc.config, ['events', 'tail', '--follow']);
+    // Like `head -1`: read the first line, then close the pipe.
+    await new Promise<void>((resolve) => tail.child.stdout.once('data', () => resolve()));
+    tail.child.stdout.destroy();
+    // The next event is written to a closed pipe.
+    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox2, 'written after the reader left');
+    const result = await tail.done;
+    // This service runs no worker: free the account for the tests after this one.
+    expect((await svc.request('DELETE', `/api/v1/runs/${runId}`, { key: tenant.keys.write })).status).to.equal(200);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stderr).to.not.include('EPIPE');
+  });
+
+  it('refuses an --account that is not an id (it would widen the subject filter), exit 2', async () => {
+    for (const command of [['events', 'tail'], ['audit', 'verify']]) {
+      const result = await runCli(svc.config, [...command, '--account', 'x.>']);
+      expect(result.code, `${command.join(' ')}: ${result.stderr}`).to.equal(2);
+      expect(result.stderr).to.include("--account must be an account id").and.not.include('a bug in adsagent');
+    }
+  });
+
+  it('audit verify of an account or a range with no event verifies nothing and says so, exit 2 (never a passed audit)', async () => {
+    const unknown = await runCli(svc.config, ['audit', 'verify', '--account', 'no-such-account']);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.include('no event of account no-such-account is in the log').and.include('nothing was verified');
+    const beyond = await runCli(svc.config, ['audit', 'verify', '--from-seq', '999999']);
+    expect(beyond.code).to.equal(2);
+    expect(beyond.stderr).to.include('no event from sequence 999999');
+  });
+
   it('prints a replayed copy of a signed event as a corrupt chain-broken line, never as the event again', async () => {
     const infra = svc.service.infrastructure;
     const subject = infra.subjects.forAggregate(streams.account(tenant.workspaceId, tenant.accounts.sandbox));
