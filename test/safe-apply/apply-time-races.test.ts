@@ -1,16 +1,12 @@
 import { expect } from 'chai';
-import { createLogger } from '../../src/log/logger.ts';
 import type { AdsPlatform, Campaign, PlatformAccountRef, PlatformChange } from '../../src/platform/ads-platform.ts';
-import { SandboxPlatform } from '../../src/platform/sandbox/sandbox-platform.ts';
 import type { ActionDraft } from '../../src/policy/action-draft.ts';
-import { ProposalService, type ActionRepresentation } from '../../src/policy/proposal-service.ts';
-import { ApplyWorker } from '../../src/workers/apply-worker.ts';
-import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import type { ActionRepresentation } from '../../src/policy/proposal-service.ts';
 import { eventually } from '../support/eventually.ts';
-import { api, approvalsPath, cents, platformAccount, waitForStatus } from './helpers.ts';
+import { clockedProposals, type CampaignFixture } from './clocked-proposals.ts';
+import { api, approvalsPath, cents, waitForStatus } from './helpers.ts';
 import { loadAction, loadWorkspace } from '../../commands/queries.ts';
 import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
-import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -21,51 +17,11 @@ const HOUR_MS = 3_600_000;
  */
 describe('safe-apply: apply-time races (kill switch under the claim, one setting per campaign within 24 hours)', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let sandbox: SandboxPlatform;
-  const workers: ApplyWorker[] = [];
-  let clockAt = Date.now();
-  let proposals: ProposalService;
-
-  before(async () => {
-    svc = await startTestService('sa-races', { ROLES: 'http,projectors' });
-    sandbox = new SandboxPlatform(svc.service.infrastructure.database.db);
-    const infra = svc.service.infrastructure;
-    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { clock: () => new Date(clockAt) });
-  });
-  beforeEach(() => {
-    clockAt = Date.now();
-  });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-  });
-  after(async () => svc?.stop());
-
-  interface Fixture {
-    readonly tenant: TestTenant;
-    readonly account: PlatformAccountRef;
-    readonly cpa: Campaign;
-  }
-  const fixture = async (name: string): Promise<Fixture> => {
-    const tenant = await svc.tenant(name);
-    const account = await platformAccount(svc, tenant.workspaceId, tenant.accounts.sandbox);
-    const cpa = (await sandbox.listCampaigns(account)).find(
-      (c) => c.status === 'enabled' && c.bidding_strategy.type === 'maximize_conversions' && c.bidding_strategy.target_cpa !== null && c.bidding_strategy.portfolio === null,
-    )!;
-    return { tenant, account, cpa };
-  };
-  const live = async (f: Fixture) => (await sandbox.getCampaign(f.account, f.cpa.id))!;
-  const propose = (f: Fixture, draft: ActionDraft, autoApply = true): Promise<ActionRepresentation> =>
-    proposals.propose({
-      workspaceId: f.tenant.workspaceId,
-      accountId: f.tenant.accounts.sandbox,
-      runId: null,
-      draft,
-      summary: `test ${draft.kind}`,
-      reason: 'test',
-      autoApply,
-      meta: { actor: { kind: 'api_key', id: f.tenant.keyIds.write }, correlationId: 'apply-time-races' },
-    });
+  const clock = clockedProposals('sa-races', 'apply-time-races');
+  type Fixture = CampaignFixture;
+  const fixture = (name: string) => clock.fixture(name);
+  const propose = (f: Fixture, draft: ActionDraft, autoApply?: boolean) => clock.propose(f, draft, autoApply);
+  const live = (f: Fixture) => clock.live(f);
   const targetDraft = (c: Campaign, next: number): ActionDraft => ({
     kind: 'set_target_cpa',
     params: { campaign_id: c.id, target_cpa: next },
@@ -78,14 +34,10 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     based_on: { campaign_status: c.status, daily_budget: c.daily_budget, shared_budget: null },
   });
   const reasons = (action: ActionRepresentation) => action.policy_reasons.join(' | ');
-  const startWorker = async (platform: AdsPlatform = sandbox) => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent') });
-    await worker.start();
-    workers.push(worker);
-  };
+  const startWorker = (platform?: AdsPlatform) => clock.startApplyWorker(platform ? { platform } : {});
   /** The sandbox, with `hooks` run before the named calls go through. */
   const wrapped = (hooks: { getCampaign?: () => Promise<void>; applyChange?: (change: PlatformChange) => Promise<void> }): AdsPlatform =>
-    new Proxy(sandbox, {
+    new Proxy(clock.platform, {
       get(target, prop, receiver) {
         if (prop === 'getCampaign' && hooks.getCampaign) {
           return async (account: PlatformAccountRef, id: string) => {
@@ -110,7 +62,7 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
       getCampaign: async () => {
         if (engaged) return;
         engaged = true;
-        await svc.service.infrastructure.commands.handle(workspaceDecider, {
+        await clock.svc.service.infrastructure.commands.handle(workspaceDecider, {
           type: 'SetKillSwitch',
           workspaceId: f.tenant.workspaceId,
           engaged: true,
@@ -128,11 +80,11 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     expect(action.disposition, reasons(action)).to.equal('auto_applied');
 
     await startWorker(engagingOnRecheck(f));
-    const returned = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'returned');
-    expect((await loadWorkspace(svc.service.infrastructure.aggregates, f.tenant.workspaceId)).state.killSwitch.engaged).to.equal(true);
+    const returned = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'returned');
+    expect((await loadWorkspace(clock.svc.service.infrastructure.aggregates, f.tenant.workspaceId)).state.killSwitch.engaged).to.equal(true);
     expect(returned.status_reason).to.equal('the workspace kill switch is engaged');
     // Handed back by the worker that claimed it (one attempt, its claim ended), not applied.
-    const state = (await loadAction(svc.service.infrastructure.aggregates, f.tenant.workspaceId, f.tenant.accounts.sandbox, action.id)).state;
+    const state = (await loadAction(clock.svc.service.infrastructure.aggregates, f.tenant.workspaceId, f.tenant.accounts.sandbox, action.id)).state;
     expect(state.attempts).to.equal(1);
     expect(state.claim).to.equal(null);
     expect((await live(f)).bidding_strategy.target_cpa).to.equal(start);
@@ -143,12 +95,12 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     const start = f.cpa.bidding_strategy.target_cpa!;
     const action = await propose(f, targetDraft(f.cpa, cents(start * 1.05)), false);
     expect(action.disposition).to.equal('queued');
-    const approved = await api(svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${action.id}/approve`, { key: f.tenant.keys.admin, body: {} });
+    const approved = await api(clock.svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${action.id}/approve`, { key: f.tenant.keys.admin, body: {} });
     expect(approved.status, approved.text).to.equal(200);
 
     await startWorker(engagingOnRecheck(f));
-    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'applied');
-    expect((await loadWorkspace(svc.service.infrastructure.aggregates, f.tenant.workspaceId)).state.killSwitch.engaged).to.equal(true);
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'applied');
+    expect((await loadWorkspace(clock.svc.service.infrastructure.aggregates, f.tenant.workspaceId)).state.killSwitch.engaged).to.equal(true);
     expect((await live(f)).bidding_strategy.target_cpa).to.equal(cents(start * 1.05));
   });
 
@@ -156,18 +108,18 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     const f = await fixture('races-midnight');
     const midnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
     const budget0 = f.cpa.daily_budget;
-    clockAt = midnight - 100;
+    clock.at = midnight - 100;
     const target = await propose(f, targetDraft(f.cpa, cents(f.cpa.bidding_strategy.target_cpa! * 1.05)));
     expect(target.disposition, reasons(target)).to.equal('auto_applied');
-    clockAt = midnight + 100;
+    clock.at = midnight + 100;
     const budget = await propose(f, budgetDraft(f.cpa, cents(budget0 * 1.1)));
     expect(budget.risk_tier).to.equal('review');
     expect(budget.disposition, reasons(budget)).to.equal('queued');
     expect(reasons(budget)).to.include(`the campaign's target_cpa had an auto-applied change at ${new Date(midnight - 100).toISOString()}, less than 24 hours ago`);
 
     await startWorker();
-    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'applied');
-    const queued = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'queued');
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'applied');
+    const queued = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'queued');
     expect(queued.status).to.equal('queued');
     expect((await live(f)).daily_budget).to.equal(budget0);
   });
@@ -177,9 +129,9 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     const target0 = f.cpa.bidding_strategy.target_cpa!;
     const budget0 = f.cpa.daily_budget;
     // The apply worker was down: 25 hours is past the quota's 24-hour rule, so both are auto_applied.
-    clockAt = Date.now() - 25 * HOUR_MS;
+    clock.at = Date.now() - 25 * HOUR_MS;
     const target = await propose(f, targetDraft(f.cpa, cents(target0 * 1.05)));
-    clockAt = Date.now();
+    clock.at = Date.now();
     const budget = await propose(f, budgetDraft(f.cpa, cents(budget0 * 1.1)));
     expect(target.disposition, reasons(target)).to.equal('auto_applied');
     expect(budget.disposition, reasons(budget)).to.equal('auto_applied');
@@ -187,15 +139,15 @@ describe('safe-apply: apply-time races (kill switch under the claim, one setting
     // The target change is held at the platform call until the budget action is decided one
     // way or the other, so the budget's re-check certainly runs while the target is not applied.
     const approvalStatus = async (id: string) =>
-      (await svc.service.infrastructure.database.db.selectFrom('approvals').select('status').where('id', '=', id).executeTakeFirst())?.status;
+      (await clock.svc.service.infrastructure.database.db.selectFrom('approvals').select('status').where('id', '=', id).executeTakeFirst())?.status;
     const budgetSettled = () => eventually(async () => expect(['applied', 'returned']).to.include(await approvalStatus(budget.id)), 20_000, 50);
     await startWorker(wrapped({ applyChange: async (change) => (change.kind === 'set_target_cpa' ? budgetSettled() : undefined) }));
 
-    const returned = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'returned', 30_000);
+    const returned = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'returned', 30_000);
     expect(returned.status_reason).to.include('no longer safe at apply time (review)');
     expect(returned.status_reason).to.include(`learning period: this service changed the campaign's target CPA`);
     expect(returned.status_reason).to.include(`(action ${target.id})`);
-    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'applied', 30_000);
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'applied', 30_000);
     expect((await live(f)).daily_budget).to.equal(budget0);
     expect((await live(f)).bidding_strategy.target_cpa).to.equal(cents(target0 * 1.05));
   });

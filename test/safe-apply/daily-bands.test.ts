@@ -1,18 +1,14 @@
 import { expect } from 'chai';
 import { ValidationError } from '../../src/errors/common-errors.ts';
-import { createLogger } from '../../src/log/logger.ts';
-import type { Campaign, PlatformAccountRef } from '../../src/platform/ads-platform.ts';
-import { SandboxPlatform } from '../../src/platform/sandbox/sandbox-platform.ts';
+import type { Campaign } from '../../src/platform/ads-platform.ts';
 import type { ActionDraft } from '../../src/policy/action-draft.ts';
 import { negativeKeywordBasis } from '../../src/policy/negative-keyword-basis.ts';
 import { utcDay } from '../../src/policy/policy-context.ts';
-import { ProposalService, type ActionRepresentation } from '../../src/policy/proposal-service.ts';
+import type { ActionRepresentation } from '../../src/policy/proposal-service.ts';
 import { last30Days } from '../../src/agent/tools/date-range.ts';
-import { ApplyWorker } from '../../src/workers/apply-worker.ts';
-import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { api, approvalsPath, cents, platformAccount, waitForStatus } from './helpers.ts';
+import { clockedProposals, type CampaignFixture } from './clocked-proposals.ts';
+import { api, approvalsPath, cents, waitForStatus } from './helpers.ts';
 import { loadQuota } from '../../commands/queries.ts';
-import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -23,57 +19,12 @@ const DAY_MS = 86_400_000;
  */
 describe('safe-apply: bands that hold for a day, learning period, daily spend-share cap', function () {
   this.timeout(60_000);
-  let svc: TestService;
-  let platform: SandboxPlatform;
-  const workers: ApplyWorker[] = [];
-  let clockAt = Date.now();
-  let proposals: ProposalService;
-
-  before(async () => {
-    svc = await startTestService('sa-bands', { ROLES: 'http,projectors' });
-    platform = new SandboxPlatform(svc.service.infrastructure.database.db);
-    const infra = svc.service.infrastructure;
-    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { clock: () => new Date(clockAt) });
-  });
-  beforeEach(() => {
-    clockAt = Date.now();
-  });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-  });
-  after(async () => svc?.stop());
-
-  const startApplyWorker = async (concurrency?: number) => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), concurrency });
-    await worker.start();
-    workers.push(worker);
-  };
-
-  interface Fixture {
-    readonly tenant: TestTenant;
-    readonly account: PlatformAccountRef;
-    readonly cpa: Campaign;
-  }
-  const fixture = async (name: string): Promise<Fixture> => {
-    const tenant = await svc.tenant(name);
-    const account = await platformAccount(svc, tenant.workspaceId, tenant.accounts.sandbox);
-    const cpa = (await platform.listCampaigns(account)).find(
-      (c) => c.status === 'enabled' && c.bidding_strategy.type === 'maximize_conversions' && c.bidding_strategy.target_cpa !== null && c.bidding_strategy.portfolio === null,
-    )!;
-    return { tenant, account, cpa };
-  };
-  const liveCampaign = async (f: Fixture) => (await platform.getCampaign(f.account, f.cpa.id))!;
-  const propose = (f: Fixture, draft: ActionDraft, autoApply = true): Promise<ActionRepresentation> =>
-    proposals.propose({
-      workspaceId: f.tenant.workspaceId,
-      accountId: f.tenant.accounts.sandbox,
-      runId: null,
-      draft,
-      summary: `test ${draft.kind}`,
-      reason: 'test',
-      autoApply,
-      meta: { actor: { kind: 'api_key', id: f.tenant.keyIds.write }, correlationId: 'daily-bands' },
-    });
+  const clock = clockedProposals('sa-bands', 'daily-bands');
+  type Fixture = CampaignFixture;
+  const fixture = (name: string) => clock.fixture(name);
+  const propose = (f: Fixture, draft: ActionDraft, autoApply?: boolean) => clock.propose(f, draft, autoApply);
+  const liveCampaign = (f: Fixture) => clock.live(f);
+  const startApplyWorker = (concurrency?: number) => clock.startApplyWorker(concurrency === undefined ? {} : { concurrency });
   const targetDraft = (campaign: Campaign, next: number, current = campaign.bidding_strategy.target_cpa!): ActionDraft => ({
     kind: 'set_target_cpa',
     params: { campaign_id: campaign.id, target_cpa: next },
@@ -85,7 +36,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     based_on: { campaign_status: campaign.status, daily_budget: current },
   });
   const quotaOf = async (f: Fixture, day: string) => {
-    const { aggregates } = svc.service.infrastructure;
+    const { aggregates } = clock.svc.service.infrastructure;
     return (await loadQuota(aggregates, f.tenant.workspaceId, f.tenant.accounts.sandbox, day)).state;
   };
   const reasons = (action: ActionRepresentation) => action.policy_reasons.join(' | ');
@@ -99,7 +50,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
 
     // The first change is live on the platform (the apply worker made the call and has not
     // recorded ActionApplied yet, so the learning period cannot see it): the day band must.
-    await platform.applyChange(f.account, { kind: 'set_target_cpa', campaign_id: f.cpa.id, target_cpa: cents(start * 1.08) });
+    await clock.platform.applyChange(f.account, { kind: 'set_target_cpa', campaign_id: f.cpa.id, target_cpa: cents(start * 1.08) });
     const live = (await liveCampaign(f)).bidding_strategy.target_cpa!;
     expect(live).to.equal(cents(start * 1.08));
 
@@ -108,16 +59,16 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     expect(second.disposition).to.equal('queued');
     expect(reasons(second)).to.include('target CPA change of 8.0% is within the safe ±10.0%');
     expect(reasons(second)).to.include(`measured from today's first target CPA ${start} (UTC day)`);
-    const day1 = await quotaOf(f, utcDay(new Date(clockAt)));
+    const day1 = await quotaOf(f, utcDay(new Date(clock.at)));
     expect(day1.actionIds).to.deep.equal([first.id]);
     expect(Object.values(day1.bands)).to.deep.equal([{ baseline: start, value: cents(start * 1.08) }]);
 
     // The next UTC day starts a new band, from the value live then.
-    clockAt += DAY_MS;
+    clock.at += DAY_MS;
     const nextDay = await propose(f, targetDraft(await liveCampaign(f), cents(live * 1.08)));
     expect(nextDay.risk_tier, reasons(nextDay)).to.equal('safe');
     expect(nextDay.disposition).to.equal('auto_applied');
-    expect(Object.values((await quotaOf(f, utcDay(new Date(clockAt)))).bands)).to.deep.equal([{ baseline: live, value: cents(live * 1.08) }]);
+    expect(Object.values((await quotaOf(f, utcDay(new Date(clock.at)))).bands)).to.deep.equal([{ baseline: live, value: cents(live * 1.08) }]);
   });
 
   it('budget: +5 % steps from different observed values, 10 concurrent: one baseline, and only steps inside ±20 % of it are auto_applied', async () => {
@@ -131,7 +82,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const results = await Promise.all(drafts.map((draft) => propose(f, draft)));
     for (const result of results) expect(result.risk_tier).to.not.equal('blocked');
 
-    const quota = await quotaOf(f, utcDay(new Date(clockAt)));
+    const quota = await quotaOf(f, utcDay(new Date(clock.at)));
     const bands = Object.values(quota.bands);
     expect(bands).to.have.length(1);
     const { baseline } = bands[0]!;
@@ -157,7 +108,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
       const action = await propose(f, budgetDraft(f.cpa, seen, cents(seen * 1.05)));
       outcomes.push(action.disposition);
       // Made live at once (no ActionApplied recorded: only the day band holds them).
-      if (action.disposition === 'auto_applied') await platform.applyChange(f.account, { kind: 'set_campaign_budget', campaign_id: f.cpa.id, daily_budget: cents(seen * 1.05) });
+      if (action.disposition === 'auto_applied') await clock.platform.applyChange(f.account, { kind: 'set_campaign_budget', campaign_id: f.cpa.id, daily_budget: cents(seen * 1.05) });
     }
     expect(outcomes).to.deep.equal(['auto_applied', 'auto_applied', 'auto_applied', 'queued', 'queued']);
     expect((await liveCampaign(f)).daily_budget / base).to.be.at.most(1.2);
@@ -169,9 +120,9 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const start = f.cpa.bidding_strategy.target_cpa!;
     const first = await propose(f, targetDraft(f.cpa, cents(start * 1.05)));
     expect(first.disposition).to.equal('auto_applied');
-    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, first.id, 'applied');
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, first.id, 'applied');
 
-    clockAt += 2 * DAY_MS;
+    clock.at += 2 * DAY_MS;
     const budget = await propose(f, budgetDraft(await liveCampaign(f), f.cpa.daily_budget, cents(f.cpa.daily_budget * 1.05)));
     expect(budget.risk_tier).to.equal('review');
     expect(budget.disposition).to.equal('queued');
@@ -180,7 +131,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const target = await propose(f, targetDraft(await liveCampaign(f), cents(start * 1.05 * 1.02)));
     expect(target.risk_tier).to.equal('review');
 
-    clockAt += 6 * DAY_MS; // 8 days after the applied change
+    clock.at += 6 * DAY_MS; // 8 days after the applied change
     const later = await propose(f, budgetDraft(await liveCampaign(f), f.cpa.daily_budget, cents(f.cpa.daily_budget * 1.05)));
     expect(later.risk_tier, reasons(later)).to.equal('safe');
     expect(later.disposition).to.equal('auto_applied');
@@ -199,20 +150,20 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const queued = results.filter((r) => r.disposition === 'queued');
     expect(queued).to.have.length(7);
     for (const result of queued) expect(reasons(result)).to.include('would exceed the daily cap of 10.0%');
-    expect((await quotaOf(f, utcDay(new Date(clockAt)))).spendShare).to.be.closeTo(0.09, 1e-9);
+    expect((await quotaOf(f, utcDay(new Date(clock.at)))).spendShare).to.be.closeTo(0.09, 1e-9);
   });
 
   it('re-classification at apply time: a matched search term converted since the proposal → returned with the reason', async () => {
     const f = await fixture('bands-reclassify');
     const keywords = [{ text: 'zzqx tent', match_type: 'phrase' as const }];
-    const basis = await negativeKeywordBasis(platform, f.account, f.cpa, keywords, last30Days(new Date()));
+    const basis = await negativeKeywordBasis(clock.platform, f.account, f.cpa, keywords, last30Days(new Date()));
     expect(basis.matched_conversions_30d).to.equal(0);
     const action = await propose(f, { kind: 'add_negative_keywords', params: { campaign_id: f.cpa.id, keywords }, based_on: basis });
     expect(action.disposition, reasons(action)).to.equal('auto_applied');
 
     // Before the worker runs, a search term the negative would block converts.
-    const keyword = (await platform.listKeywords(f.account, last30Days(new Date()), f.cpa.id))[0]!;
-    await svc.service.infrastructure.database.db
+    const keyword = (await clock.platform.listKeywords(f.account, last30Days(new Date()), f.cpa.id))[0]!;
+    await clock.svc.service.infrastructure.database.db
       .insertInto('sandbox_search_term_daily')
       .values({
         account_id: f.tenant.accounts.sandbox,
@@ -230,10 +181,10 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
       .execute();
 
     await startApplyWorker();
-    const returned = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'returned');
+    const returned = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'returned');
     expect(returned.status_reason).to.include('no longer safe at apply time (review)');
     expect(returned.status_reason).to.include('matching search terms had 2 conversions in 30 days');
-    expect((await platform.listNegativeKeywords(f.account, f.cpa.id)).map((n) => n.text)).to.not.include('zzqx tent');
+    expect((await clock.platform.listNegativeKeywords(f.account, f.cpa.id)).map((n) => n.text)).to.not.include('zzqx tent');
   });
 
   it('re-classification at apply time: a change to the campaign that went live first puts the auto-applied one in its learning period → returned', async () => {
@@ -241,7 +192,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     // B: a +30 % budget change (review) that a person approves; not live yet (no worker).
     const budget = await propose(f, budgetDraft(f.cpa, f.cpa.daily_budget, cents(f.cpa.daily_budget * 1.3)), false);
     expect(budget.disposition).to.equal('queued');
-    const approved = await api(svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${budget.id}/approve`, { key: f.tenant.keys.admin, body: {} });
+    const approved = await api(clock.svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${budget.id}/approve`, { key: f.tenant.keys.admin, body: {} });
     expect(approved.status, approved.text).to.equal(200);
     // A: a +5 % target change, safe and auto-applied: nothing was applied to the campaign yet.
     const target = await propose(f, targetDraft(f.cpa, cents(f.cpa.bidding_strategy.target_cpa! * 1.05)));
@@ -249,8 +200,8 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
 
     // One message at a time, in stream order: B goes live first, then A is classified again.
     await startApplyWorker(1);
-    await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'applied');
-    const returned = await waitForStatus(svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'returned');
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, budget.id, 'applied');
+    const returned = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, target.id, 'returned');
     expect(returned.status_reason).to.include('no longer safe at apply time (review)');
     expect(returned.status_reason).to.include(`learning period: this service changed the campaign's budget`);
     expect(returned.status_reason).to.include(`(action ${budget.id})`);
@@ -261,7 +212,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const f = await fixture('bands-validation');
     let refused: unknown;
     try {
-      await proposals.propose({
+      await clock.proposals.propose({
         workspaceId: f.tenant.workspaceId,
         accountId: f.tenant.accounts.sandbox,
         runId: null,
@@ -276,6 +227,6 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     }
     expect(refused).to.be.instanceOf(ValidationError);
     expect((refused as ValidationError).kind).to.equal('validation');
-    expect((await quotaOf(f, utcDay(new Date(clockAt)))).actionIds).to.deep.equal([]);
+    expect((await quotaOf(f, utcDay(new Date(clock.at)))).actionIds).to.deep.equal([]);
   });
 });

@@ -69,6 +69,18 @@ describe('an agent run whose claim or outcome meets an event-log outage', functi
     await svc?.stop();
   });
 
+  /** Starts the test's worker and a run: the run succeeds with the agent's answer, the agent asked once, one RunStarted and one RunSucceeded. */
+  async function expectRunSucceedsOnce(): Promise<void> {
+    const model = new AnsweringModel();
+    worker = await startAgentWorker(svc, { model, ackWaitMs: 3000 });
+    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account');
+    const run = await waitForTerminalRun(svc, tenant.keys.read, runId, 30_000);
+    expect(run.status).to.equal('succeeded');
+    expect(run.result.text).to.equal(ANSWER);
+    expect(model.requests, 'the agent ran once').to.equal(1);
+    expect(await runEvents(svc, tenant, runId)).to.deep.equal(['RunQueued', 'RunStarted', 'RunSucceeded']);
+  }
+
   it('given the claim was stored but its acknowledgement lost, the worker runs the run once and it succeeds with the agent’s text', async () => {
     const { store } = svc.service.infrastructure;
     let lost = 0;
@@ -81,17 +93,8 @@ describe('an agent run whose claim or outcome meets an event-log outage', functi
       }
       return stored as never;
     });
-    const model = new AnsweringModel();
-    worker = await startAgentWorker(svc, { model, ackWaitMs: 3000 });
-
-    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account');
-    const run = await waitForTerminalRun(svc, tenant.keys.read, runId, 30_000);
-
+    await expectRunSucceedsOnce();
     expect(lost, 'the RunStarted acknowledgement was lost').to.equal(1);
-    expect(run.status).to.equal('succeeded');
-    expect(run.result.text).to.equal(ANSWER);
-    expect(model.requests, 'the agent ran once').to.equal(1);
-    expect(await runEvents(svc, tenant, runId)).to.deep.equal(['RunQueued', 'RunStarted', 'RunSucceeded']);
   });
 
   it('given the claim was stored but its handling gave up (an outage past its allowance), the message’s redelivery runs the run instead of failing it as orphaned', async () => {
@@ -106,17 +109,8 @@ describe('an agent run whose claim or outcome meets an event-log outage', functi
       }
       return result;
     }) as Commands['handle']);
-    const model = new AnsweringModel();
-    worker = await startAgentWorker(svc, { model, ackWaitMs: 3000 });
-
-    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account');
-    const run = await waitForTerminalRun(svc, tenant.keys.read, runId, 30_000);
-
+    await expectRunSucceedsOnce();
     expect(gaveUp, 'the claim’s handling gave up').to.equal(1);
-    expect(run.status).to.equal('succeeded');
-    expect(run.result.text).to.equal(ANSWER);
-    expect(model.requests, 'the agent ran once').to.equal(1);
-    expect(await runEvents(svc, tenant, runId)).to.deep.equal(['RunQueued', 'RunStarted', 'RunSucceeded']);
   });
 
   it('given the event log is unreachable for 17 s when the run finishes, the worker keeps the run (liveness: working) and records the agent’s answer once the log is back', async () => {
