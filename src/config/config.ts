@@ -1,5 +1,5 @@
 import { natsAccess, type NatsCredentials } from './nats-access-config.ts';
-import { redactUrls } from '../log/redact-url.ts';
+import { redactUrlValue } from '../log/redact-url.ts';
 
 /**
  * Configuration comes only from environment variables. Every variable is listed in
@@ -197,9 +197,11 @@ export function loadConfig(env: Env = process.env): Config {
     for (const part of text.split(',')) {
       try {
         const parsed = new URL(part.trim());
-        if (!protocols.includes(parsed.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got '${redactUrls(part)}'`);
+        if (!protocols.includes(parsed.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got '${redactUrlValue(part)}'`);
       } catch {
-        problems.push(`${name} is not a URL: '${redactUrls(part)}'`);
+        problems.push(
+          `${name} is not a URL: '${redactUrlValue(part)}'; a password or user name holding characters such as # / ? @ % or a space must be percent-encoded (encodeURIComponent)`,
+        );
       }
     }
     return text;

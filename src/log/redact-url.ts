@@ -17,6 +17,25 @@ export function redactUrls(text: string): string {
   });
 }
 
+/**
+ * One configured URL, possibly malformed, with its userinfo masked. A password holding an
+ * unencoded `#`, `/`, `?`, `@` or space is exactly what makes a URL invalid, and what
+ * {@link redactUrls} (which reads userinfo as a URL parser would) cannot see the end of: here
+ * everything between `scheme://` and the last `@` is userinfo, and all of it but the user name
+ * is masked.
+ *
+ * @example
+ * redactUrlValue('postgres://postgres:Xy#9secret@127.0.0.1:5432/db'); // 'postgres://postgres:***@127.0.0.1:5432/db'
+ */
+export function redactUrlValue(value: string): string {
+  const match = /^(\s*[a-z][a-z0-9+.-]*:\/\/)([\s\S]*)@([^@]*)$/i.exec(value);
+  if (!match) return redactUrls(value);
+  const [, scheme, userinfo, rest] = match as unknown as [string, string, string, string];
+  const colon = userinfo.indexOf(':');
+  if (colon >= 0) return `${scheme}${userinfo.slice(0, colon)}:${REDACTED}@${rest}`;
+  return TOKEN_SCHEMES.has(scheme.trim().replace(/:\/\/$/, '').toLowerCase()) ? `${scheme}${REDACTED}@${rest}` : value;
+}
+
 /** Replaces each secret (a password or token from the configuration) wherever it occurs in `text`. */
 export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
   let redacted = text;

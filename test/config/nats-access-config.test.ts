@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { inboxPrefixOf } from '../../src/event-store/nats-connection.ts';
-import { redactUrls } from '../../src/log/redact-url.ts';
+import { redactUrls, redactUrlValue } from '../../src/log/redact-url.ts';
 
 describe('NATS access configuration', () => {
   let dir: string;
@@ -58,6 +58,22 @@ describe('NATS access configuration', () => {
     expect(redactUrls('cannot reach NATS at tls://s3cret-token@host:4222 (refused)')).to.equal('cannot reach NATS at tls://***@host:4222 (refused)');
     expect(redactUrls('postgres://postgres@127.0.0.1:5432/adsagent')).to.equal('postgres://postgres@127.0.0.1:5432/adsagent');
     expect(redactUrls('postgres://app:p%40ss@db/x')).to.equal('postgres://app:***@db/x');
+  });
+
+  it('never echoes a password that makes its URL invalid (an unencoded # / ? @ or space), and says to percent-encode it', () => {
+    // Each password, and a piece of it that a cut at its odd character would have left.
+    for (const [name, url, secret, piece] of [
+      ['DATABASE_URL', 'postgres://postgres:Xy#9secret@127.0.0.1:5432/adsagent', 'Xy#9secret', '9secret'],
+      ['DATABASE_URL', 'postgres://app:p@zz w/qd@db:5432/x', 'p@zz w/qd', 'zz w'],
+      ['NATS_URL', 'nats://svc:Pa/zz?qxd@127.0.0.1:4222', 'Pa/zz?qxd', 'zz?qxd'],
+    ] as const) {
+      const problems = problemsOf({ [name]: url }).join('\n');
+      expect(problems, url).to.include(`${name} is not a URL`).and.include('percent-encoded');
+      expect(problems, url).to.not.include(secret).and.not.include(piece);
+    }
+    expect(redactUrlValue('postgres://postgres:Xy#9secret@127.0.0.1:5432/adsagent')).to.equal('postgres://postgres:***@127.0.0.1:5432/adsagent');
+    expect(redactUrlValue('nats://t0k#en@host:4222')).to.equal('nats://***@host:4222');
+    expect(redactUrlValue('postgres://postgres@127.0.0.1/db')).to.equal('postgres://postgres@127.0.0.1/db');
   });
 
   it('asks for replies at _INBOX.<user>, which auth.conf lets only that user read', () => {
