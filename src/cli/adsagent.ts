@@ -25,6 +25,8 @@ import { runQuarantineCommand } from './quarantine-command.ts';
 import { runKeysExportPublic } from './keys-command.ts';
 import type { Options } from './cli-options.ts';
 import { CliError, printResult, UsageError, warn } from './output.ts';
+import { EventSchemaError } from '../events/event-validator.ts';
+import { terminalText } from '../text/terminal-text.ts';
 
 const USAGE = `usage: adsagent <command> [options] [--json]
 
@@ -310,6 +312,14 @@ async function main(): Promise<number> {
     if (error instanceof CliError) {
       warn(error.message);
       return 1;
+    }
+    // A value the operator typed that no event may hold (too long, a control character): theirs to fix, not a bug.
+    if (error instanceof EventSchemaError) {
+      warn(
+        `a value you gave cannot be recorded: ${terminalText(error.errors.join('; '))}; shorten or correct it (/data/name is --name, ` +
+          '/data/reason is --reason) and run the command again',
+      );
+      return 2;
     }
     const refusal = refusalMessage(error);
     if (refusal !== null) {

@@ -3,7 +3,7 @@ import { identityProjection } from '../../projections/identity/identity-projecti
 import { waitForProjection } from '../../projections/runtime/projector.ts';
 import { AccountNotFoundError, WorkspaceNotFoundError } from '../../commands/errors.ts';
 import { lastSeqOf } from '../../commands/shared/handle.ts';
-import type { Actor } from '../events/envelope.ts';
+import { operatorActor } from './operator-actor.ts';
 import { CredentialStore, CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
 import { normaliseCustomerId } from '../platform/google-ads/customer-id.ts';
 import { exchangeRefreshToken } from '../platform/google-ads/oauth-token-client.ts';
@@ -12,7 +12,6 @@ import type { OperatorResult } from './operator-commands.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadWorkspace } from '../../commands/queries.ts';
 
-const OPERATOR: Actor = { kind: 'operator', id: process.env.USER ?? 'operator' };
 
 export interface GoogleAdsConnection {
   readonly workspaceId: string;
@@ -37,17 +36,26 @@ export async function connectGoogleAdsAccount(infra: Infrastructure, connection:
   await exchangeRefreshToken(infra.config.googleAds, connection.refreshToken);
 
   const accountId = uuidv7();
-  await new CredentialStore(infra.database.db, infra.config.credentialsKey).put(accountId, 'google-ads', connection.refreshToken);
-  const result = await infra.commands.handle(accountDecider, {
-    type: 'CreateAccount',
-    workspaceId: connection.workspaceId,
-    accountId,
-    name: connection.name,
-    platform: 'google-ads',
-    sandboxSeed: null,
-    googleAds: { customer_id: customerId, login_customer_id: loginCustomerId },
-    meta: { actor: OPERATOR, correlationId: accountId },
-  });
+  const credentials = new CredentialStore(infra.database.db, infra.config.credentialsKey);
+  await credentials.put(accountId, 'google-ads', connection.refreshToken);
+  let result;
+  try {
+    result = await infra.commands.handle(accountDecider, {
+      type: 'CreateAccount',
+      workspaceId: connection.workspaceId,
+      accountId,
+      name: connection.name,
+      platform: 'google-ads',
+      sandboxSeed: null,
+      googleAds: { customer_id: customerId, login_customer_id: loginCustomerId },
+      meta: { actor: operatorActor(), correlationId: accountId },
+    });
+  } catch (error) {
+    // No account came of it: a stored token without one would make the service demand
+    // CREDENTIALS_KEY and the OAuth client at every start (credentials-key-check.ts).
+    await credentials.remove(accountId).catch(() => undefined);
+    throw error;
+  }
   const seq = lastSeqOf(result);
   const visible = seq === null || (await waitForProjection(infra.database.db, identityProjection.name, seq, 5000));
   return { value: { id: accountId }, visible };

@@ -6,6 +6,7 @@ import { lastSeqOf } from '../../commands/shared/handle.ts';
 import { generateApiKey } from '../auth/api-key.ts';
 import type { KeyScope, PlatformKind } from '../events/catalogue/index.ts';
 import type { Actor } from '../events/envelope.ts';
+import { operatorActor } from './operator-actor.ts';
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
 import { keyDecider } from '../../commands/key/key-decider.ts';
@@ -23,7 +24,7 @@ export interface OperatorResult<T> {
   readonly visible: boolean;
 }
 
-const OPERATOR: Actor = { kind: 'operator', id: process.env.USER ?? 'operator' };
+const OPERATOR: Actor = operatorActor();
 const VISIBILITY_TIMEOUT_MS = 5000;
 
 async function visible(infra: Infrastructure, result: { appended: readonly { seq: number }[] }): Promise<boolean> {

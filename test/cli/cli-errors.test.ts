@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { CURRENT_VERSION } from '../../src/events/catalogue/index.ts';
 import { runCli } from '../support/cli.ts';
+import { loadWorkspace } from '../../commands/queries.ts';
 import { isolatedConfig } from '../support/isolation.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 
@@ -79,6 +80,22 @@ describe('adsagent errors say what to do next', function () {
       const result = await runCli(svc.config, ['key', 'create', '--workspace', 'x', '--scope', 'superuser']);
       expect(result.code).to.equal(2);
       expect(result.stderr).to.include("--scope must be one of read, write, admin (got 'superuser')");
+    });
+
+    it('a value no event may hold (a name over 200 characters, a control character) says which and to fix it, exit 2, not a bug', async () => {
+      for (const name of ['x'.repeat(201), 'tab\u0001name']) {
+        const result = await runCli(svc.config, ['workspace', 'create', '--name', name]);
+        expect(result.code, result.stderr).to.equal(2);
+        expect(result.stderr).to.include('a value you gave cannot be recorded').and.include('/data/name').and.not.include('a bug in adsagent');
+      }
+    });
+
+    it('records a write with an empty USER as the operator, not refused by its event schema', async () => {
+      const result = await runCli(svc.config, ['workspace', 'create', '--name', 'Made by cron', '--json'], 60_000, { USER: '' });
+      expect(result.code, result.stderr).to.equal(0);
+      const { id } = JSON.parse(result.stdout) as { id: string };
+      const created = (await loadWorkspace(svc.service.infrastructure.aggregates, id)).state;
+      expect(created.exists).to.equal(true);
     });
 
     it('an unknown id says where ids come from, exit 1', async () => {

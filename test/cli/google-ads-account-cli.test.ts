@@ -104,6 +104,22 @@ describe('adsagent account create --platform google-ads', function () {
     expect(await svc.service.infrastructure.store.lastSequence()).to.equal(before);
   });
 
+  it('a creation refused after the token was checked (a name too long for its event) leaves no stored token behind, exit 2', async () => {
+    const db = svc.service.infrastructure.database.db;
+    const stored = async () => (await db.selectFrom('platform_credentials').select('account_id').execute()).length;
+    const before = await stored();
+    const result = await runCli(
+      svc.config,
+      ['account', 'create', '--workspace', workspaceId, '--name', 'n'.repeat(300), '--platform', 'google-ads', '--customer-id', '1234567890', '--refresh-token-file', tokenFile(fake.issueRefreshToken())],
+      60_000,
+      env,
+    );
+    expect(result.code, result.stderr).to.equal(2);
+    expect(result.stderr).to.include('/data/name');
+    // No token without an account: else every start would demand CREDENTIALS_KEY for an account that does not exist.
+    expect(await stored()).to.equal(before);
+  });
+
   it('refuses a malformed customer id, a missing token file and a missing CREDENTIALS_KEY before calling Google', async () => {
     const exchanges = fake.tokenExchanges;
     const token = tokenFile(fake.issueRefreshToken());

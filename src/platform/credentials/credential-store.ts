@@ -44,6 +44,11 @@ export class CredentialStore {
     return openSecret(this.requireKey('so stored refresh tokens cannot be read'), accountId, { iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag });
   }
 
+  /** Forgets the account's secret (an account whose creation failed after the secret was stored). */
+  async remove(accountId: string): Promise<void> {
+    await this.db.deleteFrom('platform_credentials').where('account_id', '=', accountId).execute();
+  }
+
   async count(): Promise<number> {
     const row = await this.db.selectFrom('platform_credentials').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
     return Number(row.n);
