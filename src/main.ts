@@ -5,6 +5,9 @@ import { EventStreamSetupError } from './event-store/stream-setup.ts';
 import { createLogger } from './log/logger.ts';
 import { startService } from './runtime/service.ts';
 
+/** How long past SHUTDOWN_GRACE_MS a stop may take to close its connections before the process exits anyway. */
+const SHUTDOWN_OVERRUN_MS = 5000;
+
 /** Entry point of `npm start`: every role in one process unless ROLES says otherwise. */
 async function main(): Promise<void> {
   let config;
@@ -29,9 +32,19 @@ async function main(): Promise<void> {
   console.error(`ads-agent-runs listening on ${listening} (roles: ${config.roles.join(', ')})`);
   let stopping = false;
   const shutdown = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // An operator (or an orchestrator) insisting: do not make them wait again.
+      logger.warn({ signal }, 'second signal while shutting down: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal, grace_ms: config.shutdownGraceMs }, 'shutting down');
+    // Each step of stop() bounds its own wait, but closing connections to a server that went
+    // away can take long past the grace (NATS drain): SHUTDOWN_GRACE_MS bounds the whole.
+    setTimeout(() => {
+      logger.error({ grace_ms: config.shutdownGraceMs, overrun_ms: SHUTDOWN_OVERRUN_MS }, 'shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + SHUTDOWN_OVERRUN_MS).unref();
     service
       .stop()
       .then(() => process.exit(0))

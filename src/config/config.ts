@@ -106,7 +106,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'ROLES', default: ROLES.join(','), description: `Roles this process runs, comma separated: ${ROLES.join(', ')}.` },
   { name: 'BODY_LIMIT_BYTES', default: '65536', description: 'Largest accepted request body.' },
   { name: 'BRIEF_MAX_LENGTH', default: '8000', description: 'Largest accepted brief, in characters.' },
-  { name: 'SHUTDOWN_GRACE_MS', default: '10000', description: 'How long SIGTERM waits for in-flight work before exiting.' },
+  { name: 'SHUTDOWN_GRACE_MS', default: '10000', description: 'How long SIGTERM waits for in-flight work before exiting; the process is gone at most 5 s after it, and a second SIGTERM or SIGINT exits at once.' },
   { name: 'GEMINI_API_KEY', default: '', description: 'When set, runs use Gemini; otherwise the built-in rules agent.' },
   { name: 'GEMINI_MODEL', default: 'gemini-2.5-flash', description: 'Gemini model name.' },
   { name: 'GEMINI_BASE_URL', default: '', description: 'Override of the Gemini API base URL (tests point it at a local server).' },

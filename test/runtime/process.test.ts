@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { dropIsolated, isolatedConfig, testSigningKeyFile } from '../support/isolation.ts';
-import { freePort } from '../support/private-nats.ts';
+import { freePort, PrivateNats } from '../support/private-nats.ts';
 
 interface Exited {
   code: number | null;
@@ -62,6 +62,56 @@ describe('the service process', function () {
       main.child.kill('SIGKILL');
       await dropIsolated(config);
     }
+  });
+
+  describe('a shutdown that cannot finish (its NATS server is gone)', () => {
+    const startOnPrivateNats = async (label: string) => {
+      const nats = await PrivateNats.start();
+      const config = isolatedConfig(label);
+      const port = await freePort();
+      const main = startMain({ ...envOf(config, port), NATS_URL: nats.url, SHUTDOWN_GRACE_MS: '1000' });
+      const deadline = Date.now() + 30_000;
+      while (!main.output().stderr.includes('listening on')) {
+        if (Date.now() > deadline) throw new Error(`did not start: ${main.output().stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await nats.kill();
+      return { nats, config, main };
+    };
+
+    it('given SHUTDOWN_GRACE_MS=1000, when SIGTERM comes, then the process is gone within the grace and 5 s more, saying so', async () => {
+      const { nats, config, main } = await startOnPrivateNats('shutdownbound');
+      try {
+        const signalled = Date.now();
+        main.child.kill('SIGTERM');
+        const exited = await main.exited;
+        expect(Date.now() - signalled, exited.stdout.slice(-2000)).to.be.below(9_000);
+        expect(exited.code).to.be.oneOf([0, 1]);
+        if (exited.code === 1) expect(exited.stdout).to.include('shutdown did not finish in time');
+      } finally {
+        main.child.kill('SIGKILL');
+        await nats.dispose();
+        await dropIsolated(config);
+      }
+    });
+
+    it('given a shutdown under way, when a second signal comes, then the process exits at once', async () => {
+      const { nats, config, main } = await startOnPrivateNats('shutdownsecond');
+      try {
+        main.child.kill('SIGTERM');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const second = Date.now();
+        main.child.kill('SIGINT');
+        const exited = await main.exited;
+        expect(Date.now() - second).to.be.below(2_000);
+        expect(exited.code).to.equal(1);
+        expect(exited.stdout).to.include('second signal while shutting down');
+      } finally {
+        main.child.kill('SIGKILL');
+        await nats.dispose();
+        await dropIsolated(config);
+      }
+    });
   });
 
   it('explains an unreachable NATS in one line and exits 1', async () => {
