@@ -71,6 +71,30 @@ export class ServiceMetrics {
     child.observe(seconds);
   }
 
+  /** `projector_lease_held` and `projector_lease_takeovers_total`, read from this process's copy of the role. */
+  private registerLeaseMetrics(projectorCopy: NonNullable<MetricsSources['projectorCopy']>, registers: Registry[]): void {
+    new Gauge({
+      name: 'projector_lease_held',
+      help: '1 while this copy of the projectors role holds the lease and projects, 0 while it stands by (absent without the role).',
+      registers,
+      collect() {
+        const copy = projectorCopy();
+        this.reset();
+        if (copy && copy.role !== CopyRole.Stopped) this.set(copy.role === CopyRole.Active ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'projector_lease_takeovers_total',
+      help: 'Times this copy of the projectors role took the lease over after standing by (another copy died or lost its connection).',
+      registers,
+      collect() {
+        const copy = projectorCopy();
+        this.reset();
+        if (copy) this.inc(copy.takeovers);
+      },
+    });
+  }
+
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
@@ -189,26 +213,9 @@ export class ServiceMetrics {
         this.inc(counts.eventsFromSeals);
       },
     });
-    new Gauge({
-      name: 'projector_lease_held',
-      help: '1 while this copy of the projectors role holds the lease and projects, 0 while it stands by (absent without the role).',
-      registers,
-      collect() {
-        const copy = sources.projectorCopy?.();
-        this.reset();
-        if (copy && copy.role !== CopyRole.Stopped) this.set(copy.role === CopyRole.Active ? 1 : 0);
-      },
-    });
-    new Counter({
-      name: 'projector_lease_takeovers_total',
-      help: 'Times this copy of the projectors role took the lease over after standing by (another copy died or lost its connection).',
-      registers,
-      collect() {
-        const copy = sources.projectorCopy?.();
-        this.reset();
-        if (copy) this.inc(copy.takeovers);
-      },
-    });
+    // Registered by a process with the projectors role only: a label-less gauge always prints
+    // a value, and a 0 from every other process would read as copies standing by.
+    if (sources.projectorCopy) this.registerLeaseMetrics(sources.projectorCopy, registers);
     new Gauge({
       name: 'projector_lag_events',
       help: 'Events in the stream a projector has not applied yet.',

@@ -86,7 +86,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   let seals: AdmissionSeals | undefined;
   const metrics = new ServiceMetrics({
     projectors: () => projectorCopy?.statuses() ?? [],
-    projectorCopy: () => projectorCopy,
+    // Only a process with the role has a lease to report: without it the lease metrics are absent, not 0.
+    ...(config.roles.includes('projectors') ? { projectorCopy: () => projectorCopy } : {}),
     seals: () => seals?.counts,
     streamHead: () => store.lastSequence(),
     quarantined: () => countQuarantined(database.db),

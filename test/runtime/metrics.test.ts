@@ -100,3 +100,12 @@ describe('projector metrics of a copy that goes from active to standby', () => {
     expect(sampleOf(standby, 'projector_lease_held')).to.equal(0);
   });
 });
+
+describe('projector lease metrics of a process without the projectors role', () => {
+  it('are absent, not 0 (a 0 from every worker process would read as copies standing by)', async () => {
+    const metrics = new ServiceMetrics({ projectors: () => [], streamHead: async () => 50 });
+    const text = await metrics.registry.metrics();
+    expect(text).to.not.include('projector_lease_held');
+    expect(text).to.not.include('projector_lease_takeovers_total');
+  });
+});
