@@ -19,7 +19,8 @@ function documentedMetrics(): Map<string, string[]> {
 
 /** Every metric the service registers besides prom-client's process defaults, with its label names. */
 function registeredMetrics(): Map<string, string[]> {
-  const metrics = new ServiceMetrics({ projectors: () => [], streamHead: async () => 0 });
+  // As a process with every role registers them (the lease metrics only exist with the projectors role).
+  const metrics = new ServiceMetrics({ projectors: () => [], streamHead: async () => 0, projectorCopy: () => undefined });
   const registered = new Map<string, string[]>();
   for (const metric of metrics.registry.getMetricsAsArray()) {
     const { name, labelNames } = metric as unknown as { name: string; labelNames?: readonly string[] };
