@@ -100,6 +100,26 @@ function notVisibleWarning(visible: boolean): void {
   if (!visible) warn('recorded, but no projector has shown it yet: is the service running? It takes effect once projectors run.');
 }
 
+/** Every command `run` (and the readers above it) knows: anything else is refused before connecting. */
+const COMMANDS: ReadonlySet<string> = new Set([
+  'workspace create',
+  'workspace set',
+  'workspace pause-runs',
+  'workspace resume-runs',
+  'account create',
+  'account reconnect',
+  'key create',
+  'key revoke',
+  'killswitch on',
+  'killswitch off',
+  'keys export-public',
+  'demo',
+  'projections rebuild',
+  'projections quarantine',
+  'audit verify',
+  'events tail',
+]);
+
 async function run(command: string[], options: Options, json: boolean, infra: Infrastructure, config: Config): Promise<number | void> {
   const [noun, verb, ...rest] = command;
   switch (`${noun} ${verb ?? ''}`.trim()) {
@@ -258,6 +278,12 @@ async function main(): Promise<number> {
     return 2;
   }
   // Options that are wrong whatever the service holds are refused before connecting to it.
+  const [noun, verb] = parsed.positionals;
+  if (!COMMANDS.has(`${noun} ${verb ?? ''}`.trim())) {
+    warn(`unknown command '${parsed.positionals.join(' ')}'; the commands are listed below (adsagent --help)`);
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
   try {
     if (parsed.positionals.join(' ') === 'events tail') checkEventsTailOptions(parsed.values);
   } catch (error) {

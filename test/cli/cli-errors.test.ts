@@ -23,6 +23,12 @@ describe('adsagent errors say what to do next', function () {
       for (const type of Object.keys(CURRENT_VERSION)) expect(result.stderr).to.include(type);
     });
 
+    it('an unknown command is refused without connecting: exit 2 and the list of commands, even with NATS unreachable', async () => {
+      const result = await runCli(config, ['frobnicate']);
+      expect(result.code).to.equal(2);
+      expect(result.stderr).to.include("unknown command 'frobnicate'").and.include('usage: adsagent').and.not.include('cannot reach NATS');
+    });
+
     it('events tail with a bad --since or --from-seq shows a value that works', async () => {
       const since = await runCli(config, ['events', 'tail', '--since', 'yesterday']);
       expect(since.code).to.equal(2);
