@@ -4,6 +4,7 @@ import { NatsUnreachableError } from './event-store/nats-connection.ts';
 import { EventStreamSetupError } from './event-store/stream-setup.ts';
 import { createLogger } from './log/logger.ts';
 import { startService } from './runtime/service.ts';
+import { SigningKeyError } from './events/signing/signing-keys.ts';
 
 /** How long past SHUTDOWN_GRACE_MS a stop may take to close its connections before the process exits anyway. */
 const SHUTDOWN_OVERRUN_MS = 5000;
@@ -60,6 +61,9 @@ async function main(): Promise<void> {
 /** One line a user can act on; the details of anything unexpected go to the debug log. */
 function describeStartupError(error: unknown, host: string, port: number): string {
   if (error instanceof NatsUnreachableError || error instanceof PostgresUnreachableError || error instanceof EventStreamSetupError) return error.message;
+  if (error instanceof SigningKeyError) {
+    return `${error.message}; check EVENT_SIGNING_KEY_FILE and EVENT_SIGNING_RETIRED_PUBLIC_KEYS (docs/operations.md, "Event signing keys")`;
+  }
   const code = (error as { code?: string }).code;
   if (code === 'EADDRINUSE') return `port ${port} on ${host} is already in use; stop what holds it or set PORT`;
   if (code === 'EACCES') return `not allowed to listen on ${host}:${port}; choose a port above 1024 with PORT`;

@@ -124,6 +124,16 @@ describe('the service process', function () {
     expect(exited.stderr).not.to.match(/\n\s+at /);
   });
 
+  it('names the variable to fix when the signing key file cannot be read, in one line, exit 1', async () => {
+    const config = isolatedConfig('process-key');
+    const main = startMain({ ...envOf(config, await freePort()), EVENT_SIGNING_KEY_FILE: '/nonexistent/event-signing-key.pem' });
+    const exited = await main.exited;
+    expect(exited.code).to.equal(1);
+    const lines = exited.stderr.trim().split('\n');
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.include('/nonexistent/event-signing-key.pem').and.include('check EVENT_SIGNING_KEY_FILE');
+  });
+
   it('explains an unreachable Postgres in one line and exits 1', async () => {
     const config = isolatedConfig('process-nopg');
     const exited = await startMain({ ...envOf(config, await freePort()), DATABASE_URL: 'postgres://postgres:secret@127.0.0.1:1/x' }).exited;
