@@ -5,7 +5,6 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { createAccount } from '../../src/operator/operator-commands.ts';
 import { serviceEnv } from '../support/cli.ts';
-import { freePort } from '../support/private-nats.ts';
 import { PrivateNatsCluster } from '../support/private-nats-cluster.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -17,10 +16,11 @@ import { startTestService, type TestService, type TestTenant } from '../support/
 
 interface ServiceProcess {
   readonly child: ChildProcess;
-  readonly url: string;
+  /** Known once it started: it listens on a port the system picked (PORT=0), so no other process can take it first. */
+  url: string;
   readonly name: string;
-  /** Resolves when the process logged 'service started' (every role is running). */
-  readonly started: Promise<void>;
+  /** Resolves when the process logged 'service started' (every role is running) and where it listens. */
+  started: Promise<void>;
 }
 
 interface Attempt {
@@ -49,30 +49,35 @@ describe('scale-out: a 3-node NATS cluster, two HTTP and two agent-worker proces
   let httpB: ServiceProcess;
 
   async function spawnService(name: string, roles: string): Promise<ServiceProcess> {
-    const port = await freePort();
     const child = spawn(process.execPath, ['src/main.ts'], {
-      env: { ...process.env, ...serviceEnv(svc.config), LOG_LEVEL: 'info', EVENT_STREAM_REPLICAS: '3', ROLES: roles, HOST: '127.0.0.1', PORT: String(port) },
+      env: { ...process.env, ...serviceEnv(svc.config), LOG_LEVEL: 'info', EVENT_STREAM_REPLICAS: '3', ROLES: roles, HOST: '127.0.0.1', PORT: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    const service: ServiceProcess = { child, url: '', name, started: Promise.resolve() };
     // Start-up failures are one line on stderr: kept for the failure message (and the log dir).
+    // So is the one line that says where it listens.
     let errors = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       if (process.env.CLUSTER_TEST_LOG_DIR) appendFileSync(`${process.env.CLUSTER_TEST_LOG_DIR}/${name}.stderr.log`, chunk);
       errors = (errors + chunk.toString()).slice(-4000);
+      service.url ||= /listening on (http:\/\/[^\s]+)/.exec(errors)?.[1] ?? '';
     });
     const started = new Promise<void>((resolve, reject) => {
       let log = '';
       child.stdout!.on('data', (chunk: Buffer) => {
         if (process.env.CLUSTER_TEST_LOG_DIR) appendFileSync(`${process.env.CLUSTER_TEST_LOG_DIR}/${name}.log`, chunk);
         log += chunk.toString();
-        if (log.includes('"msg":"service started"')) resolve();
+        if (log.includes('"msg":"service started"') && service.url) resolve();
         if (log.length > 1_000_000) log = log.slice(-10_000);
+      });
+      child.stderr!.on('data', () => {
+        if (log.includes('"msg":"service started"') && service.url) resolve();
       });
       child.once('exit', (code) => reject(new Error(`${name} exited with ${code} before it started; stderr: ${errors.trim()}`)));
       setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000).unref();
     });
     started.catch(() => undefined);
-    const service: ServiceProcess = { child, url: `http://127.0.0.1:${port}`, name, started };
+    service.started = started;
     processes.push(service);
     return service;
   }
