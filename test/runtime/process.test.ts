@@ -124,25 +124,18 @@ describe('the service process', function () {
     expect(exited.stderr).not.to.match(/\n\s+at /);
   });
 
-  it('explains a HOST that is not an address of this machine in one line naming HOST, exit 1', async () => {
-    const config = isolatedConfig('process-host');
-    const main = startMain({ ...envOf(config, await freePort()), HOST: 'garbage.invalid' });
-    const exited = await main.exited;
-    expect(exited.code).to.equal(1);
-    const lines = exited.stderr.trim().split('\n');
-    expect(lines).to.have.length(1);
-    expect(lines[0]).to.include('cannot listen on HOST garbage.invalid').and.include('set HOST');
-  });
-
-  it('names the variable to fix when the signing key file cannot be read, in one line, exit 1', async () => {
-    const config = isolatedConfig('process-key');
-    const main = startMain({ ...envOf(config, await freePort()), EVENT_SIGNING_KEY_FILE: '/nonexistent/event-signing-key.pem' });
-    const exited = await main.exited;
-    expect(exited.code).to.equal(1);
-    const lines = exited.stderr.trim().split('\n');
-    expect(lines).to.have.length(1);
-    expect(lines[0]).to.include('/nonexistent/event-signing-key.pem').and.include('check EVENT_SIGNING_KEY_FILE');
-  });
+  for (const [what, label, env, says] of [
+    ['a HOST that is not an address of this machine', 'process-host', { HOST: 'garbage.invalid' }, ['cannot listen on HOST garbage.invalid', 'set HOST']],
+    ['a signing key file that cannot be read', 'process-key', { EVENT_SIGNING_KEY_FILE: '/nonexistent/event-signing-key.pem' }, ['/nonexistent/event-signing-key.pem', 'check EVENT_SIGNING_KEY_FILE']],
+  ] as const) {
+    it(`explains ${what} in one line naming the variable to fix, exit 1`, async () => {
+      const exited = await startMain({ ...envOf(isolatedConfig(label), await freePort()), ...env }).exited;
+      expect(exited.code).to.equal(1);
+      const lines = exited.stderr.trim().split('\n');
+      expect(lines).to.have.length(1);
+      for (const part of says) expect(lines[0]).to.include(part);
+    });
+  }
 
   it('explains an unreachable Postgres in one line and exits 1', async () => {
     const config = isolatedConfig('process-nopg');
