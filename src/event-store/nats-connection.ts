@@ -17,17 +17,29 @@ const ADVICE: Record<NatsConnectFailure, string> = {
   tls: 'set NATS_TLS_CA to the CA certificate that signed the server certificate (deploy/make-nats-tls.sh writes deploy/nats/tls/ca.pem)',
 };
 
+/**
+ * What to fix. With NATS_TLS_CA already set, "set NATS_TLS_CA" is no advice: either the
+ * server has no TLS (the URL points at a plain listener) or that CA did not sign its certificate.
+ */
+function adviceFor(reason: NatsConnectFailure, detail: string, tlsCa: string | undefined): string {
+  if (reason !== 'tls' || !tlsCa) return ADVICE[reason];
+  if (/does not support 'tls'/.test(detail)) {
+    return `the server at this URL has no TLS while NATS_TLS_CA is set (${tlsCa}): point NATS_URL at its TLS listener, or unset NATS_TLS_CA for a server without TLS`;
+  }
+  return `NATS_TLS_CA (${tlsCa}) did not verify the server's certificate: set it to the CA certificate that signed it (deploy/make-nats-tls.sh writes deploy/nats/tls/ca.pem)`;
+}
+
 /** The first connection to NATS failed. The message is one line, free of credentials. */
 export class NatsUnreachableError extends Error {
   readonly url: string;
 
   readonly reason: NatsConnectFailure;
 
-  constructor(reason: NatsConnectFailure, url: string, cause: unknown, secrets: readonly (string | undefined)[] = []) {
+  constructor(reason: NatsConnectFailure, url: string, cause: unknown, secrets: readonly (string | undefined)[] = [], tlsCa?: string) {
     const detail = redactSecrets(redactUrls(describeCause(cause)), secrets);
     const safeUrl = redactSecrets(redactUrls(url), secrets);
     const what = reason === 'unreachable' ? 'cannot reach NATS' : reason === 'authentication' ? 'NATS refused the credentials' : 'TLS to NATS failed';
-    super(`${what} at ${safeUrl} (${detail}); ${ADVICE[reason]}`, { cause });
+    super(`${what} at ${safeUrl} (${detail}); ${adviceFor(reason, detail, tlsCa)}`, { cause });
     this.reason = reason;
     this.name = 'NatsUnreachableError';
     this.url = safeUrl;
@@ -51,7 +63,7 @@ export async function connectNats(settings: NatsConnectionSettings, name: string
     // its cost. Failures are still typed (nats-unavailable.ts classifies them by class).
     return await connect({ ...options, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 3000, noAsyncTraces: true });
   } catch (error) {
-    throw new NatsUnreachableError(classify(error), settings.natsUrl, error, secretsOf(settings));
+    throw new NatsUnreachableError(classify(error), settings.natsUrl, error, secretsOf(settings), settings.natsTlsCa);
   }
 }
 

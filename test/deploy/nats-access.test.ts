@@ -313,6 +313,15 @@ describe('deploy/: NATS users, permissions and TLS', function () {
       expect(exited.stderr + exited.stdout).not.to.include(SERVICE_PASSWORD);
     });
 
+    it('with NATS_TLS_CA set and a server without TLS, says to point NATS_URL at the TLS listener, not to set NATS_TLS_CA', async () => {
+      // The loopback server of the machine listens without TLS.
+      const exited = await startMain({ ...mainEnv(), NATS_URL: 'nats://127.0.0.1:4222', NATS_USER: '', NATS_PASSWORD: '' });
+      expect(exited.code).to.equal(1);
+      const lines = exited.stderr.trim().split('\n');
+      expect(lines, exited.stderr).to.have.length(1);
+      expect(lines[0]).to.include('TLS to NATS failed').and.include('has no TLS while NATS_TLS_CA is set').and.include('point NATS_URL at its TLS listener');
+    });
+
     it('explains wrong credentials in one line, without the password', async () => {
       const exited = await startMain({ ...mainEnv(), NATS_PASSWORD: 'wrong-secret-31f9' });
       expect(exited.code).to.equal(1);
