@@ -78,6 +78,16 @@ describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
     expect(response.status).to.equal(204);
   });
 
+  it('refuses a Last-Event-ID that is not an id of this stream (422, as ?last_event_id= does) instead of replaying from the start', async () => {
+    for (const value of ['abc', '1e1', '99999999999999999999']) {
+      const response = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: tenant.keys.write, headers: { 'Last-Event-ID': value } });
+      expect(response.status, value).to.equal(422);
+      const problem = (await response.json()) as { type: string; errors: { pointer: string }[] };
+      expect(problem.type, value).to.match(/\/problems\/validation-error$/);
+      expect(problem.errors.map((e) => e.pointer), value).to.deep.equal(['/Last-Event-ID']);
+    }
+  });
+
   it('answers 404 for an unknown run and for a run of another workspace, 401 without a key', async () => {
     const other = await svc.tenant('other');
     const unknown = await svc.request('GET', `/api/v1/runs/00000000-0000-4000-8000-000000000000/events`, { key: tenant.keys.write });

@@ -13,6 +13,7 @@ import { RUN_ID } from './path-parameters.ts';
 import { RUN_STREAM_EVENTS, toRunStreamMessage } from './run-event-stream.ts';
 import { SubjectChains } from '../../events/subject-chains.ts';
 import { SseStreamSlots } from './sse-stream-slots.ts';
+import { ValidationError } from '../../errors/common-errors.ts';
 
 const HEARTBEAT_MS = 15_000;
 /** Reconnect delay the stream opens with. */
@@ -105,8 +106,7 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
         await api.barrier.catchUp(RUNS_PROJECTION);
         run = (await findRun(api.db, principal.workspaceId, runId)) ?? run;
       }
-      const lastEventId = Number(ctx.get('last-event-id') || query.last_event_id || 0);
-      const resumeAfter = Number.isSafeInteger(lastEventId) && lastEventId > 0 ? lastEventId : 0;
+      const resumeAfter = resumePoint(ctx.get('last-event-id'), query.last_event_id);
       if (isTerminal(run.status) && resumeAfter >= run.last_seq) {
         ctx.status = 204;
         return;
@@ -161,7 +161,11 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
         try {
           for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
             const { result, unknownStart } = await chains.judge(api.store.admission.tryAdmit(raw));
-            if (raw.seq <= resumeAfter) continue;
+            if (raw.seq <= resumeAfter) {
+              // The client saw this far already; if that includes the end, the stream ends here too.
+              if (result.ok && !unknownStart && toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl)?.terminal) break;
+              continue;
+            }
             if (!result.ok) {
               // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
               body.write(`: skipped a corrupt stored message (${result.corrupt.code})\nid: ${raw.seq}\n\n`);
@@ -208,3 +212,27 @@ export const RUN_EVENT_ROUTES: readonly RouteDefinition<StreamDeps>[] = [streamR
 export function runEventsRouter(api: ApiContext, shutdown: AbortSignal): Router {
   return mountRoutes(RUN_EVENT_ROUTES, { api, shutdown }, { limits: api.config, keys: api.keys });
 }
+
+const EVENT_ID = /^[0-9]{1,16}$/;
+
+/**
+ * Where a reconnect resumes: after `Last-Event-ID` (what EventSource sends back), else after
+ * `?last_event_id=`; 0 for a first connection. The header is held to the query parameter's
+ * rule: a value that is not an id this stream sent (`abc`, `1e1`, 20 digits) is refused rather
+ * than read as 0 (a replay from the start) or as another id.
+ *
+ * @throws ValidationError
+ */
+function resumePoint(header: string, query: string | undefined): number {
+  if (header !== '') {
+    if (!EVENT_ID.test(header) || !Number.isSafeInteger(Number(header))) {
+      throw new ValidationError('Last-Event-ID: must be the `id` of an event received on this stream (decimal digits)', [
+        { pointer: '/Last-Event-ID', message: 'Last-Event-ID: must be the `id` of an event received on this stream (decimal digits)' },
+      ]);
+    }
+    return Number(header);
+  }
+  const fromQuery = Number(query ?? 0);
+  return Number.isSafeInteger(fromQuery) && fromQuery > 0 ? fromQuery : 0;
+}
+
