@@ -1,4 +1,5 @@
 import { MATCH_TYPES, type MatchType, type NegativeKeyword, type PlatformChange } from '../ads-platform.ts';
+import { clipText } from '../../text/clip-text.ts';
 import { CampaignNotFoundError } from '../platform-errors.ts';
 import { ChangeNotApplicableError, KeywordNotFoundError } from '../sandbox/sandbox-errors.ts';
 import { googleMatchType, isTargetStrategy, MICROS_PER_UNIT, TARGET_FIELDS, type GoogleCampaign } from './google-ads-mapping.ts';
@@ -50,7 +51,7 @@ const normalise = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase
 
 async function campaign(context: ChangeContext, id: string): Promise<GoogleCampaign> {
   const found = await context.findCampaign(id);
-  if (!found || found.campaign.status === 'removed') throw new CampaignNotFoundError(String(id).slice(0, 64));
+  if (!found || found.campaign.status === 'removed') throw new CampaignNotFoundError(clipText(String(id), 64));
   return found;
 }
 
@@ -68,8 +69,8 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
       const wanted = new Map<string, { text: string; match_type: MatchType }>();
       for (const keyword of change.keywords) {
         const text = typeof keyword.text === 'string' ? normalise(keyword.text) : '';
-        if (text.length === 0 || text.length > 80) throw new ChangeNotApplicableError(`a negative keyword needs 1–80 characters, not '${String(keyword.text).slice(0, 100)}'`);
-        if (!MATCH_TYPES.includes(keyword.match_type)) throw new ChangeNotApplicableError(`unknown match type '${String(keyword.match_type).slice(0, 20)}'`);
+        if (text.length === 0 || text.length > 80) throw new ChangeNotApplicableError(`a negative keyword needs 1–80 characters, not '${clipText(String(keyword.text), 100)}'`);
+        if (!MATCH_TYPES.includes(keyword.match_type)) throw new ChangeNotApplicableError(`unknown match type '${clipText(String(keyword.match_type), 20)}'`);
         wanted.set(`${keyword.match_type}:${text}`, { text, match_type: keyword.match_type });
       }
       const planned: PlannedChange = { service: 'campaignCriteria', operations: [], subjects: [], skipped: [] };
@@ -87,7 +88,7 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
     case 'pause_keywords': {
       const ids = [...new Set(change.keyword_ids)];
       const malformed = ids.filter((id) => typeof id !== 'string' || !/^[0-9]{1,19}-[0-9]{1,19}$/.test(id));
-      if (malformed.length > 0) throw new KeywordNotFoundError(malformed.map((id) => String(id).slice(0, 64)));
+      if (malformed.length > 0) throw new KeywordNotFoundError(malformed.map((id) => clipText(String(id), 64)));
       return {
         service: 'adGroupCriteria',
         operations: ids.map((id) => ({ update: { resourceName: `${customer}/adGroupCriteria/${id.replace('-', '~')}`, status: 'PAUSED' }, updateMask: 'status' })),
@@ -139,7 +140,7 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
     }
     default: {
       const unknown: never = change;
-      throw new ChangeNotApplicableError(`unknown change kind '${String((unknown as { kind?: unknown }).kind).slice(0, 40)}'`);
+      throw new ChangeNotApplicableError(`unknown change kind '${clipText(String((unknown as { kind?: unknown }).kind), 40)}'`);
     }
   }
 }

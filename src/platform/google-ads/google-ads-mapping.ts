@@ -1,6 +1,7 @@
 import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics, SharedBudget } from '../ads-platform.ts';
 import { cents } from '../sandbox/sandbox-metrics.ts';
 import { sanitizeText } from '../../text/hostile-text.ts';
+import { clipText } from '../../text/clip-text.ts';
 import type { GoogleAdsRow } from './google-ads-transport.ts';
 
 /**
@@ -17,6 +18,8 @@ export const text = (row: GoogleAdsRow, path: string): string => {
   const value = at(row, path);
   return typeof value === 'string' ? sanitizeText(value) : typeof value === 'number' ? String(value) : '';
 };
+/** A string field as `text` reads it, cut to at most `max` UTF-16 units without splitting a character (an emoji's surrogate pair). */
+export const clippedText = (row: GoogleAdsRow, path: string, max: number): string => clipText(text(row, path), max);
 /** int64 (a string) or double (a number); 0 when absent. */
 export const number = (row: GoogleAdsRow, path: string): number => {
   const value = Number(at(row, path) ?? 0);
@@ -108,7 +111,7 @@ export function portfolioOf(row: GoogleAdsRow): PortfolioRow {
   return {
     resourceName: text(row, 'biddingStrategy.resourceName'),
     id: text(row, 'biddingStrategy.id'),
-    name: text(row, 'biddingStrategy.name').slice(0, 200),
+    name: clippedText(row, 'biddingStrategy.name', 200),
     type: text(row, 'biddingStrategy.type'),
     targetCpaMicros: optionalNumber(row, 'biddingStrategy.targetCpa.targetCpaMicros'),
     targetRoas: optionalNumber(row, 'biddingStrategy.targetRoas.targetRoas'),
@@ -156,7 +159,7 @@ export function campaignOf(
   return {
     campaign: {
       id: text(row, 'campaign.id'),
-      name: text(row, 'campaign.name').slice(0, 200),
+      name: clippedText(row, 'campaign.name', 200),
       status: status === 'ENABLED' ? 'enabled' : status === 'REMOVED' ? 'removed' : 'paused',
       daily_budget: microsToUnits(number(row, 'campaignBudget.amountMicros')),
       shared_budget: sharedBudgetOf(row, budgetMembers),

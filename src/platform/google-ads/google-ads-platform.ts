@@ -12,6 +12,7 @@ import type {
   SearchTerm,
   SearchTermTotal,
 } from '../ads-platform.ts';
+import { clipText } from '../../text/clip-text.ts';
 import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-errors.ts';
 import { checkRange } from '../sandbox/sandbox-queries.ts';
 import { derivedRates } from '../sandbox/sandbox-metrics.ts';
@@ -20,6 +21,7 @@ import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldest
 import { changeOperations } from './google-ads-changes.ts';
 import {
   campaignOf,
+  clippedText,
   keywordIdFromResourceName,
   keywordIdOf,
   matchTypeOf,
@@ -70,9 +72,9 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const row = header[0] ?? {};
     return {
       account_id: account.accountId,
-      name: text(row, 'customer.descriptiveName').slice(0, 200) || account.name,
-      currency: text(row, 'customer.currencyCode').slice(0, 3),
-      time_zone: text(row, 'customer.timeZone').slice(0, 64),
+      name: clippedText(row, 'customer.descriptiveName', 200) || account.name,
+      currency: clippedText(row, 'customer.currencyCode', 3),
+      time_zone: clippedText(row, 'customer.timeZone', 64),
       campaigns: campaigns.length,
       enabled_campaigns: campaigns.filter((c) => c.campaign.status === 'enabled').length,
       last_30_days: sumMetrics(totals.map(metricsOf)),
@@ -128,8 +130,8 @@ export class GoogleAdsPlatform implements AdsPlatform {
         id,
         campaign_id: text(row, 'campaign.id'),
         ad_group_id: text(row, 'adGroup.id'),
-        ad_group_name: text(row, 'adGroup.name').slice(0, 200),
-        text: text(row, 'adGroupCriterion.keyword.text').slice(0, 200),
+        ad_group_name: clippedText(row, 'adGroup.name', 200),
+        text: clippedText(row, 'adGroupCriterion.keyword.text', 200),
         match_type: matchTypeOf(text(row, 'adGroupCriterion.keyword.matchType')),
         status: text(row, 'adGroupCriterion.status') === 'ENABLED' ? 'enabled' : 'paused',
         max_cpc: bid > 0 ? Math.round(bid / 10_000) / 100 : null,
@@ -148,7 +150,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
         `FROM search_term_view WHERE ${between(range)}${filter} ORDER BY metrics.cost_micros DESC LIMIT ${limit}`,
     );
     return rows.map((row) => ({
-      search_term: text(row, 'searchTermView.searchTerm').slice(0, 200),
+      search_term: clippedText(row, 'searchTermView.searchTerm', 200),
       campaign_id: text(row, 'campaign.id'),
       ad_group_id: text(row, 'adGroup.id'),
       keyword_id: keywordIdFromResourceName(text(row, 'segments.keyword.adGroupCriterion')),
@@ -164,7 +166,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
     );
     const totals = new Map<string, { cost: number; conversions: number }>();
     for (const row of rows) {
-      const term = text(row, 'searchTermView.searchTerm').slice(0, 200);
+      const term = clippedText(row, 'searchTermView.searchTerm', 200);
       const metrics = metricsOf(row);
       const total = totals.get(term) ?? { cost: 0, conversions: 0 };
       totals.set(term, { cost: total.cost + metrics.cost, conversions: total.conversions + metrics.conversions });
@@ -179,11 +181,12 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const rows = await this.transport.search(
       target,
       'SELECT campaign.id, campaign_criterion.keyword.text, campaign_criterion.keyword.match_type FROM campaign_criterion ' +
-        `WHERE campaign_criterion.negative = TRUE AND campaign_criterion.type = 'KEYWORD'${filter}`,
+        // Google answers removed criteria too unless the query leaves them out.
+        `WHERE campaign_criterion.negative = TRUE AND campaign_criterion.type = 'KEYWORD' AND campaign_criterion.status != 'REMOVED'${filter}`,
     );
     return rows.map((row) => ({
       campaign_id: text(row, 'campaign.id'),
-      text: text(row, 'campaignCriterion.keyword.text').slice(0, 200),
+      text: clippedText(row, 'campaignCriterion.keyword.text', 200),
       match_type: matchTypeOf(text(row, 'campaignCriterion.keyword.matchType')),
     }));
   }
@@ -227,22 +230,38 @@ export class GoogleAdsPlatform implements AdsPlatform {
     if (planned.operations.length === 0) return { failures: [], applied: planned.skipped };
     const answer = await this.transport.mutate(target, planned.service, { operations: planned.operations, partialFailure: !validateOnly, validateOnly });
     if (validateOnly) return { failures: [], applied: [] };
-    const failures = (answer.partialFailure?.errors ?? []).map((error) => ({
-      subject: error.operationIndex !== null ? (planned.subjects[error.operationIndex] ?? 'the change') : 'the change',
+    const errors = answer.partialFailure?.errors ?? [];
+    const count = planned.operations.length;
+    const placed = (error: (typeof errors)[number]) => error.operationIndex !== null && error.operationIndex >= 0 && error.operationIndex < count;
+    // A negative created meanwhile (another worker, a lost answer resent by a proxy) is what the change wanted.
+    const alreadyThere = (error: (typeof errors)[number]) => planned.service === 'campaignCriteria' && placed(error) && error.errorCode === 'mutateError.RESOURCE_ALREADY_EXISTS';
+    const erredOn = (index: number) => errors.filter((e) => e.operationIndex === index);
+    const present = new Set(planned.subjects.map((_, index) => index).filter((index) => erredOn(index).length > 0 && erredOn(index).every(alreadyThere)));
+    const refusals = errors.filter((e) => !(placed(e) && present.has(e.operationIndex!)));
+    // Google may report several errors for one operation: what failed is the distinct operations they name.
+    const failedIndexes = new Set(refusals.filter(placed).map((e) => e.operationIndex!));
+    const unplaced = refusals.some((e) => !placed(e));
+    const resourceOf = (index: number) => {
+      const name = answer.results[index]?.resourceName;
+      return typeof name === 'string' && name !== '' ? name : null;
+    };
+    // An error that names no operation fails every operation that did not come back applied.
+    const failedAt = (index: number) => failedIndexes.has(index) || (unplaced && !present.has(index) && resourceOf(index) === null);
+    const failures = refusals.map((error) => ({
+      subject: placed(error) ? (planned.subjects[error.operationIndex!] ?? 'the change') : 'the change',
       error_code: error.errorCode,
       message: error.message,
     }));
     // Not one operation went through: the change failed as a whole, as a refused request would.
-    if (failures.length === planned.operations.length && answer.partialFailure) {
-      throw new GoogleAdsRequestError(400, answer.partialFailure.errors, answer.partialFailure.requestId);
+    if (answer.partialFailure && refusals.length > 0 && planned.subjects.every((_, index) => failedAt(index))) {
+      throw new GoogleAdsRequestError(400, refusals, answer.partialFailure.requestId);
     }
-    const failed = new Set(failures.map((f) => f.subject));
     // Under partialFailure a refused operation's result is empty: only applied ones name a resource.
     const operations = planned.subjects.flatMap((subject, index) => {
-      const resourceName = answer.results[index]?.resourceName;
-      return !failed.has(subject) && typeof resourceName === 'string' && resourceName !== '' ? [{ subject, resource_name: platformText(resourceName).slice(0, 300) }] : [];
+      const resourceName = resourceOf(index);
+      return !failedAt(index) && resourceName !== null ? [{ subject, resource_name: platformText(resourceName).slice(0, 300) }] : [];
     });
-    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((s) => !failed.has(s))], operations };
+    return { failures, applied: [...planned.skipped, ...planned.subjects.filter((_, index) => !failedAt(index))], operations };
   }
 
   private target(account: PlatformAccountRef): GoogleAdsTarget {
@@ -259,7 +278,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
 
   private async requireCampaign(target: GoogleAdsTarget, campaignId: string): Promise<GoogleCampaign> {
     const found = await this.findCampaign(target, campaignId);
-    if (!found || found.campaign.status === 'removed') throw new CampaignNotFoundError(String(campaignId).slice(0, 64));
+    if (!found || found.campaign.status === 'removed') throw new CampaignNotFoundError(clipText(String(campaignId), 64));
     return found;
   }
 

@@ -33,6 +33,20 @@ export interface TransportOptions {
 }
 
 const MAX_SERVER_RETRIES = 4;
+/**
+ * Google's "the request was aborted, retry it" (HTTP 409 ABORTED, sometimes 400): another
+ * request changed the same resource at once. Nothing of the aborted request was applied.
+ */
+const TRANSIENT_ERROR_CODES = new Set(['databaseError.CONCURRENT_MODIFICATION']);
+
+/**
+ * A mutate that creates resources is not idempotent: sent again after a lost answer, it
+ * would find what the first one created (RESOURCE_ALREADY_EXISTS) and look refused.
+ */
+function createsResources(body: unknown): boolean {
+  const operations = typeof body === 'object' && body !== null ? (body as { operations?: unknown }).operations : undefined;
+  return Array.isArray(operations) && operations.some((op) => typeof op === 'object' && op !== null && 'create' in op);
+}
 /** 429s one call waits out; past them it fails even with time left, so a 429 without retryDelay cannot loop until the deadline. */
 const MAX_QUOTA_RETRIES = 5;
 const MAX_PAGES = 50;
@@ -42,8 +56,9 @@ const MAX_PAGES = 50;
  * `:mutate` endpoints, with the OAuth bearer, developer-token and login-customer-id
  * headers. Errors become what a user can act on: a refused grant -> GoogleAdsNotConnected
  * (after one token refresh), 429 -> wait out quotaErrorDetails.retryDelay while the run's
- * deadline allows, 5xx and network errors -> retried with backoff, any other refusal ->
- * GoogleAdsRequestError carrying the GoogleAdsFailure's codes and messages.
+ * deadline allows, 5xx, network errors and databaseError.CONCURRENT_MODIFICATION -> retried
+ * with backoff (except a lost answer to a mutate that creates: PlatformUnavailable at once),
+ * any other refusal -> GoogleAdsRequestError carrying the GoogleAdsFailure's codes and messages.
  */
 export class GoogleAdsTransport {
   private readonly sleep: (ms: number) => Promise<void>;
@@ -92,6 +107,14 @@ export class GoogleAdsTransport {
     let serverFailures = 0;
     let quotaRefusals = 0;
     const label = method === 'googleAds:search' ? 'search' : `mutate:${method.slice(0, -':mutate'.length)}`;
+    // A lost answer (network error, timeout, 5xx) to a create may hide a create Google applied:
+    // it is not sent again here but surfaces as the platform being unavailable, and the apply
+    // worker re-plans from a fresh read, which skips what already exists (docs/operations.md).
+    const resendable = !(method.endsWith(':mutate') && createsResources(body));
+    const answerLost = async (message: string) => {
+      if (!resendable) throw new PlatformUnavailableError(`${message}; the change was not sent again, as Google may have applied it`);
+      await this.backoff(++serverFailures, deadline, message);
+    };
     for (;;) {
       let response: Response;
       const started = performance.now();
@@ -104,7 +127,7 @@ export class GoogleAdsTransport {
         });
       } catch (error) {
         this.options.onRequest?.(label, 'network_error', (performance.now() - started) / 1000);
-        await this.backoff(++serverFailures, deadline, `Google Ads cannot be reached (${(error as Error).name})`);
+        await answerLost(`Google Ads cannot be reached (${(error as Error).name})`);
         continue;
       }
       this.options.onRequest?.(label, String(response.status), (performance.now() - started) / 1000);
@@ -127,8 +150,13 @@ export class GoogleAdsTransport {
         await this.sleep(wait);
         continue;
       }
+      // Aborted, not applied: safe to send again whatever it does, with backoff like a 5xx.
+      if (failure.errors.length > 0 && failure.errors.every((e) => TRANSIENT_ERROR_CODES.has(e.errorCode))) {
+        await this.backoff(++serverFailures, deadline, `Google Ads: ${failure.errors[0]!.message} (${firstCode})`);
+        continue;
+      }
       if (response.status >= 500) {
-        await this.backoff(++serverFailures, deadline, `Google Ads answered HTTP ${response.status}: ${failure.message}`);
+        await answerLost(`Google Ads answered HTTP ${response.status}: ${failure.message}`);
         continue;
       }
       throw new GoogleAdsRequestError(response.status, failure.errors, failure.requestId);

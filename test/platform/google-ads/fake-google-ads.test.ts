@@ -87,4 +87,42 @@ describe('fake Google Ads REST API (test support)', () => {
     expect(partial.body.partialFailureError.details[0].errors).to.have.length(1);
     expect(fake.accounts.get('1234567890')!.budgets.get('501')!.amountMicros).to.equal(60_000_000);
   });
+  it('keeps a removed campaign criterion and answers it unless the query filters status, as Google does', async () => {
+    const create = { create: { campaign: 'customers/1234567890/campaigns/222', negative: true, keyword: { text: 'used tents', matchType: 'EXACT' } } };
+    const created = await post('campaignCriteria:mutate', { operations: [create] });
+    const resourceName = created.body.results[0].resourceName as string;
+    expect((await post('campaignCriteria:mutate', { operations: [{ remove: resourceName }] })).body.results).to.deep.equal([{ resourceName }]);
+    const query = "SELECT campaign_criterion.keyword.text, campaign_criterion.status FROM campaign_criterion WHERE campaign.id = 222";
+    expect((await post('googleAds:search', { query })).body.results).to.deep.equal([{ campaignCriterion: { keyword: { text: 'used tents' }, status: 'REMOVED' } }]);
+    expect((await post('googleAds:search', { query: `${query} AND campaign_criterion.status != 'REMOVED'` })).body.results ?? []).to.deep.equal([]);
+    // Created again: a new criterion beside the removed one, not RESOURCE_ALREADY_EXISTS.
+    const again = await post('campaignCriteria:mutate', { operations: [create] });
+    expect(again.status).to.equal(200);
+    expect(again.body.results[0].resourceName).not.to.equal(resourceName);
+    const duplicate = await post('campaignCriteria:mutate', { operations: [create] });
+    expect(duplicate.body.error.details[0].errors[0].errorCode).to.deep.equal({ mutateError: 'RESOURCE_ALREADY_EXISTS' });
+  });
+
+  it('reports every error of one operation in partialFailureError, each at that operation’s index', async () => {
+    const keyword = (text: string) => ({ create: { campaign: 'customers/1234567890/campaigns/222', negative: true, keyword: { text, matchType: 'PHRASE' } } });
+    const answer = await post('campaignCriteria:mutate', { operations: [keyword('tent stakes'), keyword('a b c d e f g h i j k!')], partialFailure: true });
+    expect(answer.status).to.equal(200);
+    expect(answer.body.results[0].resourceName).to.match(/campaignCriteria\/222~/);
+    expect(answer.body.results[1]).to.deep.equal({});
+    expect(answer.body.partialFailureError.details[0].errors.map((e: any) => [e.errorCode, e.location.fieldPathElements[0].index])).to.deep.equal([
+      [{ criterionError: 'KEYWORD_HAS_TOO_MANY_WORDS' }, 1],
+      [{ criterionError: 'KEYWORD_HAS_INVALID_CHARS' }, 1],
+    ]);
+  });
+
+  it('plays databaseError.CONCURRENT_MODIFICATION as 409 ABORTED (or 400), changing nothing', async () => {
+    fake.failNext(/campaignBudgets:mutate$/, { kind: 'concurrent' });
+    fake.failNext(/campaignBudgets:mutate$/, { kind: 'concurrent', status: 400 });
+    const op = { update: { resourceName: 'customers/1234567890/campaignBudgets/506', amountMicros: '26000000' }, updateMask: 'amountMicros' };
+    const aborted = await post('campaignBudgets:mutate', { operations: [op] });
+    expect([aborted.status, aborted.body.error.status]).to.deep.equal([409, 'ABORTED']);
+    expect(aborted.body.error.details[0].errors[0].errorCode).to.deep.equal({ databaseError: 'CONCURRENT_MODIFICATION' });
+    expect((await post('campaignBudgets:mutate', { operations: [op] })).status).to.equal(400);
+    expect(fake.accounts.get('1234567890')!.budgets.get('506')!.amountMicros).to.equal(25_000_000);
+  });
 });

@@ -58,6 +58,8 @@ export interface FakeNegative {
   campaignId: string;
   text: string;
   matchType: 'EXACT' | 'PHRASE' | 'BROAD';
+  /** Google keeps a removed criterion (status REMOVED) and answers it to any query that does not filter it out. Unset: ENABLED. */
+  status?: 'ENABLED' | 'REMOVED';
 }
 
 export interface FakeChangeEvent {

@@ -35,8 +35,15 @@ export interface RecordedRequest {
 export type ScriptedFailure =
   /** A 429 RESOURCE_EXHAUSTED; without retryDelay the quotaErrorDetails carry none (Google does not always say). */
   | { readonly kind: 'quota'; readonly retryDelay?: string }
-  | { readonly kind: 'server'; readonly status: 500 | 502 | 503 }
+  /** A 5xx; with `afterApplying`, a mutate is applied first and only its answer is lost (a gateway timing out on the backend). */
+  | { readonly kind: 'server'; readonly status: 500 | 502 | 503 | 504; readonly afterApplying?: boolean }
   | { readonly kind: 'unauthenticated' }
+  /**
+   * databaseError.CONCURRENT_MODIFICATION: another request changed the same resource at once and
+   * this one was aborted, nothing applied ("Retry the request"). Google sends it as 409 ABORTED,
+   * at times as 400 INVALID_ARGUMENT.
+   */
+  | { readonly kind: 'concurrent'; readonly status?: 409 | 400 }
   /** A 400 with a GoogleAdsFailure carrying this code (e.g. { queryError: 'PROHIBITED_...' }) and message. */
   | { readonly kind: 'refused'; readonly errorCode: Record<string, string>; readonly message: string };
 
@@ -65,6 +72,8 @@ export class FakeGoogleAds {
   maxTargetCpaMicros: number | null = null;
   /** Update operations on these resource names are refused (as an operation error, so partialFailure applies the rest). */
   readonly refusedResources = new Map<string, { errorCode: Record<string, string>; message: string }>();
+  /** Called with each mutate's service and body right before the fake handles it (another client acting at that moment). */
+  beforeMutate: ((service: MutateService, body: Record<string, unknown>) => void) | null = null;
   /** Extra latency of every API answer, in ms (benchmarks). */
   latencyMs = 0;
   readonly version: string;
@@ -202,7 +211,10 @@ export class FakeGoogleAds {
     if (!match || req.method !== 'POST') return [404, rpcError(404, 'NOT_FOUND', `The requested URL ${path} was not found on this server.`, v)];
     if (match[1] !== v) return [404, rpcError(404, 'NOT_FOUND', `Version ${match[1]} is not served; use ${v}.`, v)];
     const scripted = this.failures.findIndex((f) => f.match.test(path) && (f.when?.(body) ?? true));
-    if (scripted >= 0) {
+    let lostAnswer: 500 | 502 | 503 | 504 | null = null;
+    if (scripted >= 0 && this.failures[scripted]!.failure.kind === 'server' && (this.failures[scripted]!.failure as { afterApplying?: boolean }).afterApplying) {
+      lostAnswer = (this.failures.splice(scripted, 1)[0]!.failure as { status: 500 | 502 | 503 | 504 }).status;
+    } else if (scripted >= 0) {
       const { failure } = this.failures.splice(scripted, 1)[0]!;
       if (failure.kind === 'quota') {
         return [
@@ -220,6 +232,15 @@ export class FakeGoogleAds {
       }
       if (failure.kind === 'refused') {
         return [400, rpcError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', v, [{ errorCode: failure.errorCode, message: failure.message }])];
+      }
+      if (failure.kind === 'concurrent') {
+        const status = failure.status ?? 409;
+        return [
+          status,
+          rpcError(status, status === 409 ? 'ABORTED' : 'INVALID_ARGUMENT', 'Multiple requests were attempting to modify the same resource at once.', v, [
+            { errorCode: { databaseError: 'CONCURRENT_MODIFICATION' }, message: 'Multiple requests were attempting to modify the same resource at once. Retry the request.' },
+          ]),
+        ];
       }
       if (failure.kind === 'server') return [failure.status, rpcError(failure.status, 'UNAVAILABLE', 'The service is currently unavailable.', v)];
       return unauthenticated(v);
@@ -242,6 +263,7 @@ export class FakeGoogleAds {
       ];
     }
     const endpoint = match[3]!;
+    if (lostAnswer !== null && endpoint.startsWith('googleAds:search')) return [lostAnswer, rpcError(lostAnswer, 'UNAVAILABLE', 'The service is currently unavailable.', v)];
     if (endpoint.startsWith('googleAds:search')) {
       try {
         const { results, fieldMask } = runQuery(account, String(body.query ?? ''), changeDateTime(this.now()));
@@ -257,7 +279,9 @@ export class FakeGoogleAds {
       }
     }
     const service = endpoint.slice(0, -':mutate'.length) as MutateService;
+    this.beforeMutate?.(service, body);
     const outcome = applyMutate(this, account, service, body);
+    if (lostAnswer !== null) return [lostAnswer, rpcError(lostAnswer, 'UNAVAILABLE', 'The service is currently unavailable.', v)];
     if (outcome.kind === 'refused') {
       return [400, rpcError(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', v, outcome.errors)];
     }

@@ -17,7 +17,9 @@ export interface MutateContext {
  */
 export type MutateService = 'campaignCriteria' | 'adGroupCriteria' | 'campaignBudgets' | 'campaigns';
 
-type Checked = { ok: true; apply: () => string } | { ok: false; errorCode: Record<string, string>; message: string };
+type Refusal = { errorCode: Record<string, string>; message: string };
+/** A refused operation: its first error, and any more Google reports for the same operation (each with its own location). */
+type Checked = { ok: true; apply: () => string } | ({ ok: false; more?: Refusal[] } & Refusal);
 
 export type MutateOutcome = { kind: 'refused'; errors: FailureError[] } | { kind: 'answered'; response: Record<string, unknown> };
 
@@ -31,7 +33,11 @@ export function applyMutate(fake: MutateContext, account: FakeAccount, service: 
   const checked = operations.map((op) => checkOperation(fake, account, service, op ?? {}));
   const errors: FailureError[] = [];
   checked.forEach((c, index) => {
-    if (!c.ok) errors.push({ errorCode: c.errorCode, message: c.message, location: { fieldPathElements: [{ fieldName: 'operations', index }] } });
+    if (!c.ok) {
+      for (const refusal of [c, ...(c.more ?? [])]) {
+        errors.push({ errorCode: refusal.errorCode, message: refusal.message, location: { fieldPathElements: [{ fieldName: 'operations', index }] } });
+      }
+    }
   });
   if (body.validateOnly === true) return errors.length > 0 ? { kind: 'refused', errors } : { kind: 'answered', response: {} };
   if (errors.length > 0 && body.partialFailure !== true) return { kind: 'refused', errors };
@@ -63,7 +69,19 @@ function checkOperation(fake: MutateContext, account: FakeAccount, service: Muta
   if (scripted) return { ok: false, ...scripted };
   switch (service) {
     case 'campaignCriteria': {
-      if (!create) return { ok: false, errorCode: { requestError: 'UNKNOWN' }, message: 'Only create operations are supported by this fake.' };
+      if (typeof op.remove === 'string') {
+        const id = idFrom(op.remove, account, 'campaignCriteria');
+        const removed = id ? account.negatives.find((n) => `${n.campaignId}~${n.criterionId}` === id && n.status !== 'REMOVED') : undefined;
+        if (!removed) return notFound('campaign criterion');
+        return {
+          ok: true,
+          apply: () => {
+            removed.status = 'REMOVED';
+            return String(op.remove);
+          },
+        };
+      }
+      if (!create) return { ok: false, errorCode: { requestError: 'UNKNOWN' }, message: 'Only create and remove operations are supported by this fake.' };
       const campaignId = idFrom(create.campaign, account, 'campaigns');
       const campaign = campaignId ? account.campaigns.get(campaignId) : undefined;
       if (!campaign || campaign.status === 'REMOVED') return notFound('campaign');
@@ -71,10 +89,15 @@ function checkOperation(fake: MutateContext, account: FakeAccount, service: Muta
       const text = typeof keyword?.text === 'string' ? keyword.text : '';
       if (create.negative !== true) return { ok: false, errorCode: { criterionError: 'CANNOT_ADD_CRITERIA_TYPE' }, message: 'Only negative keyword criteria can be added at campaign level here.' };
       if (text.length === 0 || text.length > 80) return { ok: false, errorCode: { criterionError: 'KEYWORD_TEXT_TOO_LONG' }, message: 'Keyword text is too long.' };
-      if (text.split(/\s+/).length > 10) return { ok: false, errorCode: { criterionError: 'KEYWORD_HAS_TOO_MANY_WORDS' }, message: 'Keyword has too many words.' };
+      // Google reports every problem of an operation, each as its own error on the same operation index.
+      const problems: Refusal[] = [];
+      if (text.split(/\s+/).length > 10) problems.push({ errorCode: { criterionError: 'KEYWORD_HAS_TOO_MANY_WORDS' }, message: 'Keyword has too many words.' });
+      if (/[!@%,*]/.test(text)) problems.push({ errorCode: { criterionError: 'KEYWORD_HAS_INVALID_CHARS' }, message: 'Keyword text has invalid characters or symbols.' });
+      if (problems.length > 0) return { ok: false, ...problems[0]!, more: problems.slice(1) };
       if (!KEYWORD_MATCH_TYPES.includes(String(keyword?.matchType))) return { ok: false, errorCode: { criterionError: 'INVALID_MATCH_TYPE' }, message: 'Invalid match type.' };
       const matchType = keyword!.matchType as 'EXACT' | 'PHRASE' | 'BROAD';
-      if (account.negatives.some((n) => n.campaignId === campaign.id && n.text === text && n.matchType === matchType)) {
+      // A removed criterion does not stand in the way: creating it again makes a new one.
+      if (account.negatives.some((n) => n.campaignId === campaign.id && n.text === text && n.matchType === matchType && n.status !== 'REMOVED')) {
         return { ok: false, errorCode: { mutateError: 'RESOURCE_ALREADY_EXISTS' }, message: 'The resource already exists.' };
       }
       return {
