@@ -4,7 +4,7 @@ import type { RawStoredMessage } from '../../src/event-store/event-store.ts';
 import type { JetStreamEventStore as EventStore } from '../../src/event-store/jetstream-event-store.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
 import { applyIsolating, unguardedThenGuarded, type BatchEntry } from './apply-isolating.ts';
-import { lockCheckpoint, writeCheckpoint } from './checkpoints.ts';
+import { writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 
@@ -43,33 +43,127 @@ export interface RebuildResult {
 }
 
 /**
+ * Postgres errors a swap transaction is tried again for: a deadlock (40P01) or serialization
+ * failure (40001) Postgres chose it to end, and the checkpoint row held by someone else at the
+ * moment it asked (55P03, see {@link swapIn}). Nothing of the fold is lost by them: the swap
+ * starts again from the folded tables.
+ */
+const SWAP_RETRYABLE = new Set(['40P01', '40001', '55P03']);
+
+/** Swap attempts before a rebuild gives up (the backoffs between them add up to about 5 s). */
+const SWAP_ATTEMPTS = 10;
+
+/** The wait before swap attempt n + 1: 50 ms doubling, at most 1 s. */
+const swapBackoffMs = (attempt: number) => Math.min(1000, 50 * 2 ** attempt);
+
+/**
+ * A rebuild folded the log but could not swap the new tables in: the live tables, checkpoint and
+ * quarantine are as they were, and the shadow schema is dropped. Running it again is safe.
+ */
+export class RebuildSwapError extends Error {
+  readonly code: string | undefined;
+  constructor(projection: string, attempts: number, cause: unknown) {
+    const code = sqlState(cause);
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `the rebuild of ${projection} could not swap its new tables in after ${attempts} attempt${attempts === 1 ? '' : 's'} ` +
+        `(${reason}${code ? `, SQLSTATE ${code}` : ''}); the live tables, checkpoint and quarantine are unchanged; run it again`,
+      { cause },
+    );
+    this.name = 'RebuildSwapError';
+    this.code = code;
+  }
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
  * Rebuilds a projection from sequence 1 into fresh tables in a shadow schema while the
- * live projection keeps serving, then swaps them in: under the live checkpoint's row
- * lock (which pauses the live projector), it applies the events that arrived meanwhile,
- * moves the new tables into the live schema, and sets the checkpoint. Readers see the old
- * tables or the new ones, never a mix.
+ * live projection keeps serving, then swaps them in (see {@link swapIn}): it applies the events
+ * that arrived meanwhile, moves the new tables into the live schema, sets the checkpoint and
+ * removes the projection's quarantine rows the fold did not park again. Readers see the old
+ * tables or the new ones, never a mix. A swap Postgres ends with a deadlock or serialization
+ * failure is tried again (without folding again); whatever ends the rebuild, the shadow schema
+ * is dropped, and the live tables, checkpoint and quarantine change only if the swap commits.
+ *
+ * @throws RebuildSwapError when every swap attempt failed that way.
  */
 export async function rebuildProjection(options: RebuildOptions): Promise<RebuildResult> {
-  const { db, store, schema, projection, filterSubject } = options;
+  const { db, schema, projection } = options;
   const batchSize = options.batchSize ?? FOLD_BATCH;
   const shadow = `${schema}_rebuild`;
   const started = Date.now();
 
-  const folded = await foldIntoSchema({
-    db,
-    store,
-    schema: shadow,
-    filterSubject,
-    projection,
-    batchSize,
-    onProgress: options.onProgress,
-    quarantineSchema: schema,
-    seals: options.seals,
-  });
-  let { applied, lastSeq, parked } = folded;
+  let outcome: { ok: true; value: RebuildResult } | { ok: false; error: unknown };
+  try {
+    const folded = await foldIntoSchema({
+      db,
+      store: options.store,
+      schema: shadow,
+      filterSubject: options.filterSubject,
+      projection,
+      batchSize,
+      onProgress: options.onProgress,
+      quarantineSchema: schema,
+      seals: options.seals,
+    });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const swapped = await swapIn(options, shadow, folded);
+        outcome = { ok: true, value: { ...swapped, durationMs: Date.now() - started } };
+        break;
+      } catch (error) {
+        if (!SWAP_RETRYABLE.has(sqlState(error) ?? '')) throw error;
+        if (attempt >= SWAP_ATTEMPTS) throw new RebuildSwapError(projection.name, attempt, error);
+        await new Promise((resolve) => setTimeout(resolve, swapBackoffMs(attempt)));
+      }
+    }
+  } catch (error) {
+    outcome = { ok: false, error };
+  }
+  try {
+    await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
+  } catch (error) {
+    // The rebuild's own failure says more than the clean-up's.
+    if (outcome.ok) throw error;
+  }
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
 
-  const finalSeq = await db.transaction().execute(async (trx) => {
-    await lockCheckpoint(trx, projection.name);
+/**
+ * The swap, in one transaction: lock the live tables, lock the checkpoint row, fold the events
+ * that arrived since the fold into the shadow tables, move them into the live schema, write the
+ * checkpoint, and remove the projection's quarantine rows up to that sequence the fold did not
+ * park again (stale: the new fold applies them, or no longer sees them).
+ *
+ * The lock order cannot deadlock with the live projector: the swap waits (for readers and for
+ * a projector transaction writing the tables) only while it holds nothing, and holding the tables
+ * it never waits for the checkpoint row (NOWAIT: 55P03, and the swap is tried again). The fast
+ * path (tables, then the checkpoint row at its end) finishes before the swap takes the tables; the
+ * careful path, a quarantine retry and a start-up reset (checkpoint row, then tables) finish before
+ * the swap's next attempt. A projection whose projector writes several tables can still meet the
+ * swap holding one of them and wanting another: Postgres ends one side (40P01), and either side
+ * tries again.
+ */
+async function swapIn(options: RebuildOptions, shadow: string, folded: FoldResult): Promise<Omit<RebuildResult, 'durationMs'>> {
+  const { db, store, schema, projection, filterSubject } = options;
+  return db.transaction().execute(async (trx) => {
+    let { applied, lastSeq, parked } = folded;
+    const parkedSeqs = [...folded.parkedSeqs];
+    const tables = ownedTables(projection);
+    const { rows: live } = await sql<{ table: string }>`
+      select c.relname as table from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = ${schema} and c.relname = any(${tables}::text[]) and c.relkind in ('r', 'p')
+    `.execute(trx);
+    if (live.length > 0) {
+      const names = tables.filter((table) => live.some((row) => row.table === table)).map((table) => sql.id(schema, table));
+      await sql`lock table ${sql.join(names)} in access exclusive mode`.execute(trx);
+    }
+    await sql`select 1 from ${sql.id(schema, 'projection_checkpoints')} where projection = ${projection.name} for update nowait`.execute(trx);
     const head = await store.lastSequence();
     const tail: RawStoredMessage[] = [];
     for await (const raw of store.readRaw(filterSubject, lastSeq + 1, head)) tail.push(raw);
@@ -79,17 +173,21 @@ export async function rebuildProjection(options: RebuildOptions): Promise<Rebuil
       lastSeq = tail[tail.length - 1]!.seq;
       applied += tail.length - tailParked.length;
       parked += tailParked.length;
+      parkedSeqs.push(...tailParked.map((event) => event.seq));
     }
     await sql`set local search_path to ${sql.id(schema)}, public`.execute(trx);
-    for (const table of ownedTables(projection)) {
+    for (const table of tables) {
       await sql`drop table if exists ${sql.id(schema, table)} cascade`.execute(trx);
       await sql`alter table ${sql.id(shadow, table)} set schema ${sql.id(schema)}`.execute(trx);
     }
     await writeCheckpoint(trx, projection.name, { version: projection.version, lastSeq });
-    return lastSeq;
+    // The quarantine holds what this fold parked, and nothing else of the projection up to lastSeq.
+    await sql`
+      delete from ${sql.id(schema, 'event_quarantine')}
+      where projection = ${projection.name} and seq <= ${lastSeq} and not (seq = any(${parkedSeqs.map(String)}::bigint[]))
+    `.execute(trx);
+    return { events: applied, lastSeq, parked };
   });
-  await sql`drop schema if exists ${sql.id(shadow)} cascade`.execute(db);
-  return { events: applied, lastSeq: finalSeq, parked, durationMs: Date.now() - started };
 }
 
 export interface FoldOptions {
@@ -122,6 +220,8 @@ export interface FoldResult {
   readonly applied: number;
   readonly lastSeq: number;
   readonly parked: number;
+  /** The sequences of the events it parked, in stream order. */
+  readonly parkedSeqs: readonly number[];
 }
 
 /**
@@ -156,7 +256,7 @@ export async function foldProjectionsIntoSchema(
   await sql`create schema ${sql.id(schema)}`.execute(db);
   for (const { projection } of targets) await inSchema(db, schema, (trx) => createOwnedTables(trx, projection));
   const target = Math.max(0, ...targets.map((t) => t.uptoSeq));
-  const results = new Map(targets.map((t) => [t.projection.name, { applied: 0, lastSeq: 0, parked: 0 }]));
+  const results = new Map(targets.map((t) => [t.projection.name, { applied: 0, lastSeq: 0, parked: 0, parkedSeqs: [] as number[] }]));
   let batch: RawStoredMessage[] = [];
   const recorder = options.seals?.recorder();
   /** The admission of the newest batch: batches are admitted one after another, in stream order (the seal recorder needs them so). */
@@ -176,6 +276,7 @@ export async function foldProjectionsIntoSchema(
     const result = results.get(projection.name)!;
     result.applied += wanted - parked.length;
     result.parked += parked.length;
+    for (const event of parked) result.parkedSeqs.push(event.seq);
     result.lastSeq = messages[wanted - 1]!.seq;
   };
   const apply = async (messages: readonly RawStoredMessage[], entries: readonly BatchEntry[]) => {
