@@ -13,6 +13,7 @@ import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
 import { ledgerProjection, ledgerRows, testProjector } from '../support/ledger-projection.ts';
 import { eventually } from '../support/eventually.ts';
+import type { Config } from '../../src/config/config.ts';
 
 /** Appends `count` events spread over `aggregates` subjects. */
 async function appendEvents(infra: Infrastructure, count: number, aggregates = 10): Promise<void> {
@@ -37,18 +38,24 @@ async function expectEachEventAppliedOnce(infra: Infrastructure, head: number): 
   expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
 }
 
+/** Opens the infrastructure of `config` before the describe's tests and closes and drops it after them. */
+function openedForDescribe(config: Config, clientName: string, use: (infra: Infrastructure) => void): void {
+  let infra: Infrastructure | undefined;
+  before(async () => {
+    infra = await openInfrastructure(config, clientName);
+    use(infra);
+  });
+  after(async () => {
+    await infra?.close();
+    await dropIsolated(config);
+  });
+}
+
 describe('projection rebuild: the swap against the live projector', function () {
   this.timeout(60_000);
   const config = isolatedConfig('rebuildswap');
   let infra: Infrastructure;
-
-  before(async () => {
-    infra = await openInfrastructure(config, 'test-rebuild-swap');
-  });
-  after(async () => {
-    await infra.close();
-    await dropIsolated(config);
-  });
+  openedForDescribe(config, 'test-rebuild-swap', (opened) => (infra = opened));
 
   const rebuild = (projection: Projection = ledgerProjection) =>
     rebuildProjection({ db: infra.database.db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection });
@@ -148,14 +155,7 @@ describe('projection rebuild: the quarantine holds what the new fold parked', fu
   this.timeout(60_000);
   const config = isolatedConfig('rebuildquarantine');
   let infra: Infrastructure;
-
-  before(async () => {
-    infra = await openInfrastructure(config, 'test-rebuild-quarantine');
-  });
-  after(async () => {
-    await infra.close();
-    await dropIsolated(config);
-  });
+  openedForDescribe(config, 'test-rebuild-quarantine', (opened) => (infra = opened));
 
   /** A ledger that Postgres refuses the events at `refused` for (a check constraint: SQLSTATE 23514, parked as `refused`). */
   const refusing = (version: number, refused: readonly number[]): Projection => ({
