@@ -4,6 +4,7 @@ import * as m002 from './migrations/002-sandbox-platform.ts';
 import * as m003 from './migrations/003-event-quarantine.ts';
 import * as m004 from './migrations/004-platform-credentials.ts';
 import * as m005 from './migrations/005-admission-seals.ts';
+import * as m006 from './migrations/006-idempotency-claim-token.ts';
 
 /**
  * Migrations are listed here in code rather than read from a folder, so they work the same
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003-event-quarantine': m003,
   '004-platform-credentials': m004,
   '005-admission-seals': m005,
+  '006-idempotency-claim-token': m006,
 };
 
 class StaticMigrationProvider implements MigrationProvider {

@@ -65,6 +65,8 @@ export interface IdempotencyRecordsTable {
   response_body: JSONColumnType<Record<string, unknown> | null, string | null, string | null>;
   created_at: ColumnType<Date, string | undefined, never>;
   locked_until: ColumnType<Date, string, string>;
+  /** The holder of a processing claim (migration 006); '' for rows claimed before it. */
+  claim_token: ColumnType<string, string | undefined, string>;
 }
 
 /** Every table, infrastructure and read models, for kysely's type checking. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
-import { requestFingerprint } from '../../src/http/idempotency/idempotency-store.ts';
+import { IdempotencyStore, requestFingerprint } from '../../src/http/idempotency/idempotency-store.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, countBy, expectProblem, freshAccount, runIdsOf as runIdsOfAccount, type ApiResult } from './support/api-call.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
@@ -253,6 +253,37 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
       expect(retry.status).to.equal(202);
       expect(retry.body.id).to.equal(claimedRunId);
       expect(await runIdsOf(account)).to.deep.equal([claimedRunId]);
+    });
+
+    it('a request taken over while it stalled neither releases nor answers for its successor', async () => {
+      const account = await freshAccount(svc, tenant.workspaceId);
+      const idem = newIdempotencyKey();
+      const body = { brief: 'Stalled, then taken over.', project_id: account };
+      const fingerprint = requestFingerprint({ auto_apply: false, ...body });
+      const store = new IdempotencyStore(svc.service.infrastructure.database.db);
+      const stalled = await store.claim(tenant.keyIds.write, idem, fingerprint, uuidv7());
+      if (stalled.kind !== 'new') throw new Error(`expected a new claim, got ${stalled.kind}`);
+      await svc.service.infrastructure.database.db
+        .updateTable('idempotency_records')
+        .set({ locked_until: sql`now() - interval '1 second'` as any })
+        .where('idempotency_key', '=', idem)
+        .execute();
+      const successor = await store.claim(tenant.keyIds.write, idem, fingerprint, uuidv7());
+      if (successor.kind !== 'takeover') throw new Error(`expected a takeover, got ${successor.kind}`);
+      expect(successor.runId).to.equal(stalled.runId);
+
+      // The stalled request fails (say its append lost to the successor's) and lets go of the key:
+      // the successor still holds it, so a retry now waits instead of claiming it for a second run.
+      await store.release(stalled.held);
+      expectProblem(await post(tenant.keys.write, body, idem), 409, 'idempotent-request-in-progress');
+
+      // Nor does its answer replace the successor's.
+      await store.complete(stalled.held, 202, { id: 'from-the-stalled-request' });
+      await store.complete(successor.held, 202, { id: successor.runId, object: 'run', status: 'queued', poll_url: `http://api.test/${successor.runId}` });
+      const replay = await post(tenant.keys.write, body, idem);
+      expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+      expect(replay.body.id).to.equal(successor.runId);
+      expect(await runIdsOf(account)).to.deep.equal([]);
     });
 
     it('forgets a key after the 24-hour retention: the same key with another body is a new request', async () => {

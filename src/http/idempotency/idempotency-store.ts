@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
@@ -6,7 +6,6 @@ import { IdempotencyKeyReusedError, IdempotentRequestInProgressError, InvalidIde
 
 /** How long a completed request can be replayed; documented in docs/api.md. */
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
-/** A request still "processing" after this long belongs to a process that died; a retry takes it over. */
 /**
  * How long a claim protects a request being processed. A POST /runs finishes in well under
  * this (its read barrier waits 3 s at most), so a claim still held after it belongs to a
@@ -17,9 +16,20 @@ export const PROCESSING_LEASE_SECONDS = 10;
 /** Visible ASCII (RFC 5234 VCHAR, `!` to `~`): no space, no control, nothing that needs escaping in a log line. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/**
+ * A claim this request holds: what it completes or releases. The token is drawn afresh by
+ * every claim and takeover, so a request that stalled past its lease and was taken over
+ * completes or releases nothing of its successor's.
+ */
+export interface HeldClaim {
+  readonly keyId: string;
+  readonly idempotencyKey: string;
+  readonly token: string;
+}
+
 export type IdempotencyClaim =
-  | { readonly kind: 'new'; readonly runId: string }
-  | { readonly kind: 'takeover'; readonly runId: string }
+  | { readonly kind: 'new'; readonly runId: string; readonly held: HeldClaim }
+  | { readonly kind: 'takeover'; readonly runId: string; readonly held: HeldClaim }
   | { readonly kind: 'replay'; readonly status: number; readonly body: Record<string, unknown> };
 
 /**
@@ -74,6 +84,7 @@ export class IdempotencyStore {
       .where('idempotency_key', '=', idempotencyKey)
       .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`)
       .execute();
+    const held: HeldClaim = { keyId, idempotencyKey, token: randomUUID() };
     const inserted = await this.db
       .insertInto('idempotency_records')
       .values({
@@ -85,11 +96,12 @@ export class IdempotencyStore {
         response_status: null,
         response_body: null,
         locked_until: sql`now() + make_interval(secs => ${PROCESSING_LEASE_SECONDS})` as any,
+        claim_token: held.token,
       })
       .onConflict((oc) => oc.columns(['key_id', 'idempotency_key']).doNothing())
       .returning('run_id')
       .executeTakeFirst();
-    if (inserted) return { kind: 'new', runId: inserted.run_id };
+    if (inserted) return { kind: 'new', runId: inserted.run_id, held };
 
     const existing = await this.db
       .selectFrom('idempotency_records')
@@ -104,34 +116,45 @@ export class IdempotencyStore {
     }
     const takenOver = await this.db
       .updateTable('idempotency_records')
-      .set({ locked_until: sql`now() + make_interval(secs => ${PROCESSING_LEASE_SECONDS})` as any })
+      .set({ locked_until: sql`now() + make_interval(secs => ${PROCESSING_LEASE_SECONDS})` as any, claim_token: held.token })
       .where('key_id', '=', keyId)
       .where('idempotency_key', '=', idempotencyKey)
       .where('state', '=', 'processing')
       .where('locked_until', '<', sql<Date>`now()`)
       .returning('run_id')
       .executeTakeFirst();
-    if (takenOver) return { kind: 'takeover', runId: takenOver.run_id };
+    if (takenOver) return { kind: 'takeover', runId: takenOver.run_id, held };
     const leftMs = existing.locked_until.getTime() - Date.now();
     throw new IdempotentRequestInProgressError(Math.min(PROCESSING_LEASE_SECONDS, Math.max(1, Math.ceil(leftMs / 1000))));
   }
 
-  async complete(keyId: string, idempotencyKey: string, status: number, body: Record<string, unknown>): Promise<void> {
+  /**
+   * Records the answer a retry replays. A claim taken over meanwhile is left to its new
+   * holder, which answers for the same run (or action) and records that.
+   */
+  async complete(claim: HeldClaim, status: number, body: Record<string, unknown>): Promise<void> {
     await this.db
       .updateTable('idempotency_records')
       .set({ state: 'completed', response_status: status, response_body: JSON.stringify(body) })
-      .where('key_id', '=', keyId)
-      .where('idempotency_key', '=', idempotencyKey)
+      .where('key_id', '=', claim.keyId)
+      .where('idempotency_key', '=', claim.idempotencyKey)
+      .where('state', '=', 'processing')
+      .where('claim_token', '=', claim.token)
       .execute();
   }
 
-  /** An error response is not remembered: the key stays free for a corrected retry. */
-  async release(keyId: string, idempotencyKey: string): Promise<void> {
+  /**
+   * An error response is not remembered: the key stays free for a corrected retry. Only
+   * while this request still holds the claim: releasing a successor's would let a third
+   * request claim the key afresh and make a second run beside the successor's.
+   */
+  async release(claim: HeldClaim): Promise<void> {
     await this.db
       .deleteFrom('idempotency_records')
-      .where('key_id', '=', keyId)
-      .where('idempotency_key', '=', idempotencyKey)
+      .where('key_id', '=', claim.keyId)
+      .where('idempotency_key', '=', claim.idempotencyKey)
       .where('state', '=', 'processing')
+      .where('claim_token', '=', claim.token)
       .execute();
   }
 

@@ -117,10 +117,10 @@ const handleTarget = (api: ApiContext) => {
       const actionId = claim.runId;
       const earlier = claim.kind === 'takeover' ? await alreadyProposed(principal, accountId, campaignId, actionId) : undefined;
       const response = earlier ?? (await proposeTarget(target, body, actionId));
-      await api.idempotency.complete(principal.keyId, idempotencyKey, 200, response);
+      await api.idempotency.complete(claim.held, 200, response);
       respond(ctx, 200, response, false);
     } catch (error) {
-      await api.idempotency.release(principal.keyId, idempotencyKey).catch(() => undefined);
+      await api.idempotency.release(claim.held).catch(() => undefined);
       throw error;
     }
   };

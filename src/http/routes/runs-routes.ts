@@ -244,10 +244,10 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
           ? await findRun(api.db, principal.workspaceId, claim.runId)
           : undefined;
         const response = alreadyQueued ? creationResponse(claim.runId) : await queueRun(principal, body, claim.runId, requestId);
-        await api.idempotency.complete(principal.keyId, idempotencyKey, 202, response);
+        await api.idempotency.complete(claim.held, 202, response);
         respondCreated(ctx, 202, response, false);
       } catch (error) {
-        await api.idempotency.release(principal.keyId, idempotencyKey).catch(() => undefined);
+        await api.idempotency.release(claim.held).catch(() => undefined);
         throw error;
       }
     };
