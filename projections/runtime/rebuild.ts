@@ -7,6 +7,7 @@ import { applyIsolating, unguardedThenGuarded, type BatchEntry } from './apply-i
 import { writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
+import { withShadowSchema } from './shadow-schema-lock.ts';
 
 /**
  * Events a fold applies in one transaction, as the live projector's batch: 2,000 rebuilt the
@@ -32,6 +33,8 @@ export interface RebuildOptions {
   readonly onProgress?: (applied: number, target: number) => void;
   /** Blocks sealed before are believed from their seals (admission-seals.ts), and the blocks admitted whole are sealed. */
   readonly seals?: AdmissionSeals;
+  /** Called once when another rebuild of the schema holds the shadow schema: this one waits for it to end. */
+  readonly onWait?: () => void;
 }
 
 export interface RebuildResult {
@@ -89,12 +92,19 @@ function sqlState(error: unknown): string | undefined {
  * failure is tried again (without folding again); whatever ends the rebuild, the shadow schema
  * is dropped, and the live tables, checkpoint and quarantine change only if the swap commits.
  *
+ * Rebuilds of one schema run one at a time: a second one waits for the first (`onWait`).
+ *
  * @throws RebuildSwapError when every swap attempt failed that way.
  */
 export async function rebuildProjection(options: RebuildOptions): Promise<RebuildResult> {
+  const shadow = `${options.schema}_rebuild`;
+  // One rebuild of a schema at a time: each drops and fills the shadow schema (see withShadowSchema).
+  return withShadowSchema(options.db, shadow, () => rebuildIn(shadow, options), { onWait: options.onWait });
+}
+
+async function rebuildIn(shadow: string, options: RebuildOptions): Promise<RebuildResult> {
   const { db, schema, projection } = options;
   const batchSize = options.batchSize ?? FOLD_BATCH;
-  const shadow = `${schema}_rebuild`;
   const started = Date.now();
 
   let outcome: { ok: true; value: RebuildResult } | { ok: false; error: unknown };

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { foldProjectionsIntoSchema } from '../../projections/runtime/rebuild.ts';
+import { withShadowSchema } from '../../projections/runtime/shadow-schema-lock.ts';
 import type { Projection } from '../../projections/runtime/projection.ts';
 import type { Database } from '../db/schema.ts';
 import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
@@ -265,6 +266,22 @@ async function compareReadModels(
   projections: readonly Projection[],
   onProgress: VerifyOptions['onProgress'],
 ): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
+  const shadow = `${schema}_verify`;
+  // Another audit of the schema folds into the same shadow schema: this one waits for it.
+  return withShadowSchema(db, shadow, () => compareReadModelsIn(shadow, db, schema, store, subjects, projections, onProgress), {
+    onWait: () => onProgress?.('wait for another audit', 0, 1),
+  });
+}
+
+async function compareReadModelsIn(
+  shadow: string,
+  db: Kysely<Database>,
+  schema: string,
+  store: EventStore,
+  subjects: Subjects,
+  projections: readonly Projection[],
+  onProgress: VerifyOptions['onProgress'],
+): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
   const snapshot = await db
     .transaction()
     .setIsolationLevel('repeatable read')
@@ -278,7 +295,6 @@ async function compareReadModels(
       }
       return taken;
     });
-  const shadow = `${schema}_verify`;
   try {
     await foldProjectionsIntoSchema({
       db,

@@ -214,6 +214,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
           filterSubject: infra.subjects.all,
           projection,
           seals,
+          onWait: () => process.stderr.write(`${name}: another rebuild of schema ${config.databaseSchema} is running; waiting for it to end\n`),
           onProgress: (seq, target) => {
             bar.setTotal(Math.max(1, target));
             bar.update(seq);

@@ -81,6 +81,35 @@ describe('audit verify of read models at different checkpoints, folded in one pa
     expect(phases).to.deep.equal(['events', 'fold read models']);
   });
 
+  it('given an audit folding (its fold slowed down), then a second audit started meanwhile waits for it, and both find the read models clean', async () => {
+    let firstFolding: (() => void) | undefined;
+    const folding = new Promise<void>((resolve) => (firstFolding = resolve));
+    const slowTally: Projection = {
+      ...tallyProjection,
+      async apply(trx, events, context) {
+        await tallyProjection.apply(trx, events, context);
+        firstFolding!();
+        await sql`select pg_sleep(0.3)`.execute(trx);
+      },
+    };
+    const audit = (onProgress?: (phase: string) => void) =>
+      verifyEventLog({
+        store: infra.store,
+        subjects: infra.subjects,
+        verifier: auditVerifier(infra.signing),
+        readModels: { db: infra.database.db, schema: config.databaseSchema, projections: [slowTally, ledgerProjection] },
+        onProgress,
+      });
+    const first = audit();
+    await folding;
+    const secondPhases = new Set<string>();
+    const second = audit((phase) => secondPhases.add(phase));
+    const reports = await Promise.all([first, second]);
+    expect(reports.map((r) => r.discrepancy)).to.deep.equal([null, null]);
+    expect(reports.map((r) => r.readModelsChecked)).to.deep.equal([['tally', 'ledger'], ['tally', 'ledger']]);
+    expect([...secondPhases]).to.deep.equal(['events', 'wait for another audit', 'fold read models']);
+  });
+
   it('given a row of the later read model edited, then it names that one and has checked both', async () => {
     await sql`update ledger set applied = 2 where seq = 55`.execute(infra.database.db);
     try {

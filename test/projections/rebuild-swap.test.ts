@@ -149,6 +149,31 @@ describe('projection rebuild: the swap against the live projector', function () 
     expect(await ledgerRows(infra.database.db)).to.deep.equal(before);
     expect(await readCheckpoint(infra.database.db, 'ledger')).to.deep.equal(checkpoint);
   });
+
+  it('given a rebuild folding (each batch slowed down), then a second rebuild started meanwhile waits for it instead of dropping its shadow schema, and both complete with every event applied once', async () => {
+    await ensureProjectionTables(infra.database.db, ledgerProjection);
+    const head = await infra.store.lastSequence();
+    const slowLedger: Projection = {
+      ...ledgerProjection,
+      async apply(trx, events, context) {
+        await ledgerProjection.apply(trx, events, context);
+        await sql`select pg_sleep(0.05)`.execute(trx);
+      },
+    };
+    let firstFolding: (() => void) | undefined;
+    const folding = new Promise<void>((resolve) => (firstFolding = resolve));
+    const rebuildOf = (onProgress?: () => void, onWait?: () => void) =>
+      rebuildProjection({ db: infra.database.db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: slowLedger, batchSize: 20, onProgress, onWait });
+    const first = rebuildOf(() => firstFolding!());
+    await folding;
+    let waits = 0;
+    const second = rebuildOf(undefined, () => waits++);
+    const results = await Promise.all([first, second]);
+    expect(waits).to.equal(1);
+    expect(results.map((r) => r.lastSeq)).to.deep.equal([head, head]);
+    expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
+    await expectEachEventAppliedOnce(infra, head);
+  });
 });
 
 describe('projection rebuild: the quarantine holds what the new fold parked', function () {
