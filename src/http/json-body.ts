@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from './problems/http-errors.ts';
 import { assertCleanRequestText } from './hostile-text-guard.ts';
+import { jsonNestingDepth, MAX_JSON_DEPTH } from './json-depth.ts';
+import { ValidationError } from '../errors/common-errors.ts';
 import { sanitizeText } from '../text/hostile-text.ts';
 import { clipText } from '../text/clip-text.ts';
 
@@ -17,7 +19,8 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  * @throws PayloadTooLargeError (413) when the body exceeds `limitBytes`.
  * @throws ValidationError (422) when a string or key holds U+0000, another C0 control
  *   (tab, newline and carriage return excepted) or an unpaired surrogate, which
- *   `JSON.parse` happily makes out of an escape such as `"\ud800"`.
+ *   `JSON.parse` happily makes out of an escape such as `"\ud800"`; or when arrays and
+ *   objects nest deeper than {@link MAX_JSON_DEPTH}.
  */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
   if (!hasBody(ctx)) throw new MalformedJsonError('body is empty');
@@ -52,6 +55,11 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     // V8's message quotes the start of the body: the client's own bytes, which may be anything
     // (a gzip stream's control characters, say), so they are made printable before they are echoed.
     throw new MalformedJsonError(error instanceof Error ? sanitizeText(clipText(error.message, 300)) : 'invalid JSON');
+  }
+  // Checked on parsed JSON only, so a malformed body keeps its parser message.
+  if (jsonNestingDepth(text) > MAX_JSON_DEPTH) {
+    const message = `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
+    throw new ValidationError(`/ ${message}`, [{ pointer: '/', message }]);
   }
   assertCleanRequestText(parsed);
   return parsed;

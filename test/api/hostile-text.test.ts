@@ -53,6 +53,26 @@ describe('hostile text: U+0000, C0 controls and lone surrogates', function () {
       expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/x\uFFFD', '/x\uFFFD/y/0']);
     });
 
+    it('refuses a body nesting deeper than 32 levels with 422 on every JSON-body route, and takes 32 levels', async () => {
+      const nested = (depth: number) => `{"brief":"deep","project_id":"${tenant.accounts.sandbox}","x":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
+      const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+      const campaign = (await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox)).cpa.id;
+      for (const [path, key] of [
+        ['/api/v1/runs', tenant.keys.write],
+        [`/api/v1/accounts/${tenant.accounts.sandbox}/campaigns/${campaign}/target`, tenant.keys.write],
+        ['/api/v1/workspace/kill-switch/engage', tenant.keys.admin],
+      ] as const) {
+        const result = await postRaw(path, deep, key);
+        expectProblem(result, 422, 'validation-error');
+        expect(result.body.errors).to.deep.equal([{ pointer: '/', message: 'nests arrays and objects deeper than 32 levels' }]);
+      }
+      expectProblem(await postRaw('/api/v1/runs', nested(33)), 422, 'validation-error');
+      // 32 levels pass the guard and reach the schema, which names the unknown member.
+      const atLimit = await postRaw('/api/v1/runs', nested(32));
+      expectProblem(atLimit, 422, 'validation-error');
+      expect(atLimit.body.errors.map((e: { pointer: string }) => e.pointer)).to.deep.equal(['/x']);
+    });
+
     it('refuses a query parameter with U+0000 with 422 naming /<name>, on any API route', async () => {
       const history = await api(svc, 'GET', `/api/v1/accounts/${tenant.accounts.sandbox}/history?run_id=a%00b`, { key: tenant.keys.read });
       expectProblem(history, 422, 'validation-error');
