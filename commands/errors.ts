@@ -54,6 +54,8 @@ export class RunInProgressError extends AppError {
 
 export class RunNotCancelableError extends AppError {
   readonly kind = ErrorKind.IllegalState;
+  /** `running`, a terminal status, or `finished` when the deciding side knew only that the run is no longer active. */
+  readonly runStatus: string;
 
   constructor(runId: string, status: string) {
     const running = status === 'running';
@@ -64,5 +66,6 @@ export class RunNotCancelableError extends AppError {
         : `Run ${runId} is ${status}; only a queued run can be canceled.`,
       { details: { run_status: status } },
     );
+    this.runStatus = status;
   }
 }

@@ -179,6 +179,15 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
       expect(second.body.finished_at).to.equal(first.body.finished_at);
     });
 
+    it('answers every one of 8 concurrent DELETEs of a queued run with 200 and the one canceled run (3 runs)', async () => {
+      for (let trial = 0; trial < 3; trial++) {
+        const { runId } = await queueRun();
+        const answers = await Promise.all(Array.from({ length: 8 }, () => cancel(runId)));
+        expect(answers.map((a) => `${a.status} ${a.body.status}`)).to.deep.equal(Array(8).fill('200 canceled'));
+        expect(new Set(answers.map((a) => a.body.finished_at)).size).to.equal(1);
+      }
+    });
+
     it('refuses to cancel a running run with 409 run-not-cancelable; the run stays running', async () => {
       const run = await queueRun();
       await claim(run);

@@ -1,7 +1,7 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import { fastUuidV7 as uuidv7 } from '../fast-uuid-v7.ts';
-import { AccountNotFoundError } from '../../../commands/errors.ts';
+import { AccountNotFoundError, RunNotCancelableError } from '../../../commands/errors.ts';
 import { lastSeqOf } from '../../../commands/shared/handle.ts';
 import { accountDecider } from '../../../commands/account/account-decider.ts';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
@@ -355,16 +355,25 @@ export const cancelRunRoute = route({
     if (api.liveRuns) await api.barrier.catchUp(RUNS_PROJECTION);
     const row = await findRunRow(api, principal, params.runId!);
     if (row.status !== 'canceled') {
-      const result = await api.commands.handle(accountDecider, {
-        type: 'CancelRun',
-        workspaceId: principal.workspaceId,
-        accountId: row.account_id,
-        runId: row.id,
-        knownStatus: row.status,
-        meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: row.id },
-      });
-      const seq = lastSeqOf(result);
-      if (seq !== null) await api.barrier.reach(RUNS_PROJECTION, seq);
+      try {
+        const result = await api.commands.handle(accountDecider, {
+          type: 'CancelRun',
+          workspaceId: principal.workspaceId,
+          accountId: row.account_id,
+          runId: row.id,
+          knownStatus: row.status,
+          meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: row.id },
+        });
+        const seq = lastSeqOf(result);
+        if (seq !== null) await api.barrier.reach(RUNS_PROJECTION, seq);
+      } catch (error) {
+        if (!(error instanceof RunNotCancelableError) || error.runStatus === 'running') throw error;
+        // The run ended after the read above: canceled by a concurrent DELETE (then this one is
+        // answered as a repeat, 200), or finished (then the 409 names how).
+        await api.barrier.catchUp(RUNS_PROJECTION);
+        const ended = await findRun(api.db, principal.workspaceId, row.id);
+        if (ended?.status !== 'canceled') throw ended && isTerminal(ended.status) ? new RunNotCancelableError(row.id, ended.status) : error;
+      }
     }
     const canceled = (await findRun(api.db, principal.workspaceId, row.id)) ?? row;
     ctx.body = toRunRepresentation(canceled, api.config.publicBaseUrl, await runActions(api, row.id));
