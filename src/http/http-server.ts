@@ -1,4 +1,4 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { v7 as uuidv7 } from 'uuid';
 import type Koa from 'koa';
@@ -60,7 +60,15 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
     socket.destroy();
     return;
   }
-  const refused = parserProblem(error);
+  const { status, reason, requestId, body } = problemOf(parserProblem(error), publicBaseUrl);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** A refusal of the edge as a problem document, with a request id of its own (no middleware ran). */
+function problemOf(refused: typeof HEADERS_TOO_LARGE | typeof URI_TOO_LONG | typeof MALFORMED, publicBaseUrl: string) {
   const problem = { ...refused, ...PROBLEM_CATALOGUE[refused.type] };
   const requestId = uuidv7();
   const body = JSON.stringify({
@@ -71,10 +79,25 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
     instance: '',
     request_id: requestId,
   });
-  socket.end(
-    `HTTP/1.1 ${problem.status} ${problem.reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  return { status: problem.status, reason: problem.reason, requestId, body };
+}
+
+/**
+ * Node's parser lets a request line through up to the header section's 16 KiB; the documented
+ * limit is MAX_REQUEST_LINE_BYTES. Checked before any route (the fast lanes too), so every
+ * request past it gets the same 414 as one node refused.
+ */
+function requestLineTooLong(req: IncomingMessage): boolean {
+  const url = req.url ?? '';
+  // Method, URI and version, with their two spaces: the URI is ASCII on the wire (node keeps any other byte as one latin1 character).
+  return (req.method ?? '').length + 1 + url.length + ' HTTP/1.1'.length > MAX_REQUEST_LINE_BYTES;
+}
+
+function answerUriTooLong(res: ServerResponse, publicBaseUrl: string): void {
+  const { status, requestId, body } = problemOf(URI_TOO_LONG, publicBaseUrl);
+  res.shouldKeepAlive = false;
+  res.writeHead(status, { 'Content-Type': 'application/problem+json', 'Content-Length': Buffer.byteLength(body), 'X-Request-Id': requestId });
+  res.end(body);
 }
 
 /**
@@ -97,7 +120,11 @@ export async function startHttpServer(app: Koa, options: HttpServerOptions): Pro
       if (stopping) setImmediate(() => server.closeIdleConnections());
     });
   });
-  server.on('request', app.callback());
+  const handle = app.callback();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (requestLineTooLong(req)) answerUriTooLong(res, options.publicBaseUrl ?? '');
+    else void handle(req, res);
+  });
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.publicBaseUrl ?? ''));
 
   await new Promise<void>((resolve, reject) => {

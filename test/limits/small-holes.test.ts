@@ -72,6 +72,20 @@ describe('smaller holes (issue #10 item 8)', function () {
       expect(body.detail).to.match(/send a shorter URI/);
     });
 
+    it('answers a request line just over 8 KiB with 414 on any route, and one just under with the answer of its route', async () => {
+      const headers = { authorization: `Bearer ${tenant.keys.read}` };
+      // 'GET ' + path + '?' + query + ' HTTP/1.1' is the request line.
+      const path = '/api/v1/accounts';
+      const query = (lineBytes: number) => 'a'.repeat(lineBytes - 'GET '.length - path.length - 1 - ' HTTP/1.1'.length);
+      const over = await fetch(`${svc.baseUrl}${path}?${query(8 * 1024 + 1)}`, { headers });
+      expect(over.status).to.equal(414);
+      expect(((await over.json()) as Record<string, unknown>).type).to.equal('http://api.test/problems/uri-too-long');
+      const runOver = await fetch(`${svc.baseUrl}/api/v1/runs/${'0'.repeat(8 * 1024)}`, { headers });
+      expect(runOver.status).to.equal(414);
+      const under = await fetch(`${svc.baseUrl}${path}?${query(8 * 1024)}`, { headers });
+      expect(under.status).to.equal(422);
+    });
+
     it('answers a request that is not HTTP with a 400 problem', async () => {
       const raw = await new Promise<string>((resolve, reject) => {
         const socket = connect(svc.service.http!.port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n'));
