@@ -100,6 +100,18 @@ describe('smaller holes (issue #10 item 8)', function () {
     });
   });
 
+  describe('paths are case-sensitive', () => {
+    it('answers /API/V1/accounts with 404, not the accounts without the /api/ answer headers', async () => {
+      const headers = { authorization: `Bearer ${tenant.keys.read}` };
+      for (const path of ['/API/V1/accounts', '/Api/v1/accounts', '/api/V1/accounts', '/CONSOLE/', '/Problems/not-found']) {
+        const response = await fetch(`${svc.baseUrl}${path}`, { headers });
+        expect(response.status, path).to.equal(404);
+        expect(((await response.json()) as Record<string, unknown>).type, path).to.equal('http://api.test/problems/not-found');
+      }
+      expect((await fetch(`${svc.baseUrl}/api/v1/accounts`, { headers })).status).to.equal(200);
+    });
+  });
+
   describe('X-Request-Id is never an event’s correlation id', () => {
     it('keeps a target proposal and a kill-switch change out of the run whose id the client sent as X-Request-Id', async () => {
       const runId = await startRun(svc, tenant.keys.write, await freshAccount(svc, tenant.workspaceId), 'Someone else’s run.');

@@ -39,7 +39,7 @@ export function consoleRouter(options: ConsoleRouterOptions = {}): Router {
     if (file) sendFile(ctx, file);
   };
 
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   router.get('/console', serve);
   router.get('/console/*rest', serve);
   return router;

@@ -63,7 +63,7 @@ function problemPageHtml(slug: string, entry: ProblemTypeEntry, example: Record<
  * An unknown slug falls through to the 404 problem.
  */
 export function problemPagesRouter(publicBaseUrl: string): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   router.get('/problems/:slug', (ctx, next) => {
     const slug = ctx.params.slug ?? '';
     const entry = problemPageEntry(slug);

@@ -32,7 +32,7 @@ function validatesQuery(path: string): boolean {
  * ```
  */
 export function mountRoutes<D>(routes: readonly RouteDefinition<D>[], deps: D, options: MountOptions): Router {
-  const router = new Router();
+  const router = new Router({ sensitive: true });
   for (const route of routes) {
     const middleware: Middleware[] = [];
     if (route.access !== 'public') {
