@@ -116,7 +116,7 @@ describe('errors that teach (issue #15)', function () {
       expectProblem(result, 422, 'validation-error');
       expect(result.body.errors).to.have.length(1);
       expect(result.body.errors[0].pointer).to.equal('/target_cpa');
-      expect(result.body.errors[0].message).to.equal('target_cpa: must be a number, not a number too large to represent; send one above 0 and at most 1000000');
+      expect(result.body.errors[0].message).to.equal('target_cpa: must be a number, not a number too large to represent; send one at least 0.01 and at most 1000000');
     });
 
     for (const [label, body] of [

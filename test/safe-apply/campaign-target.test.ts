@@ -168,6 +168,20 @@ describe('safe-apply: campaign target endpoint', function () {
       expect(result.body.errors).to.be.an('array').that.is.not.empty;
     });
 
+    it('refuses a target that would round to 0 (target_cpa 0.001, target_roas_pct 0.01), naming the field, and records no action', async () => {
+      const before = await api(svc, 'GET', `/api/v1/accounts/${account}/approvals?limit=200`, { key: tenant.keys.read });
+      for (const [campaign, body, pointer] of [
+        [campaigns.cpa.id, { target_cpa: 0.001, reason: 'tiny' }, '/target_cpa'],
+        [campaigns.roas.id, { target_roas_pct: 0.01, reason: 'tiny' }, '/target_roas_pct'],
+      ] as const) {
+        const result = await post(campaign, body);
+        expectProblem(result, 422, 'validation-error');
+        expect(result.body.errors.map((e: { pointer: string }) => e.pointer)).to.include(pointer);
+      }
+      const after = await api(svc, 'GET', `/api/v1/accounts/${account}/approvals?limit=200`, { key: tenant.keys.read });
+      expect(after.body.data.length).to.equal(before.body.data.length);
+    });
+
     for (const reason of ['', '   ', '\t\n']) {
       it(`refuses a blank reason ${JSON.stringify(reason)}`, async () => {
         const result = await post(campaigns.cpa.id, { target_cpa: cents(campaigns.cpa.bidding_strategy.target_cpa! * 1.01), reason });

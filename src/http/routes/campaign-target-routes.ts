@@ -155,8 +155,9 @@ export const setCampaignTargetRoute = defineRoute<ApiContext>()<Record<string, n
       required: ['reason'],
       oneOf: [{ required: ['target_cpa'] }, { required: ['target_roas_pct'] }],
       properties: {
-        target_cpa: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000, description: 'New target CPA (rounded to cents).' },
-        target_roas_pct: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, description: 'New target ROAS in percent (rounded to 0.1).' },
+        // The smallest values that do not round to 0: a target of 0 would be proposed, blocked, and stay in the history.
+        target_cpa: { type: 'number', minimum: 0.01, maximum: 1_000_000, description: 'New target CPA (rounded to cents; at least 0.01).' },
+        target_roas_pct: { type: 'number', minimum: 0.1, maximum: 100_000, description: 'New target ROAS in percent (rounded to 0.1; at least 0.1).' },
         reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S', description: 'Why; shown to approvers.' },
         auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply it if it is safe.' },
       },
