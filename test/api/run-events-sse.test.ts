@@ -86,6 +86,15 @@ describe('GET /api/v1/runs/{runId}/events (Server-Sent Events)', function () {
       expect(problem.type, value).to.match(/\/problems\/validation-error$/);
       expect(problem.errors.map((e) => e.pointer), value).to.deep.equal(['/Last-Event-ID']);
     }
+    // 16 digits fit the query's pattern but not a sequence of the stream (past 2^53): refused too, never a replay from 0.
+    for (const [value, header] of [['9999999999999999', 'Last-Event-ID'], ['9007199254740992', 'Last-Event-ID']] as const) {
+      const byHeader = await svc.request('GET', `/api/v1/runs/${runId}/events`, { key: tenant.keys.write, headers: { [header]: value } });
+      const byQuery = await svc.request('GET', `/api/v1/runs/${runId}/events?last_event_id=${value}`, { key: tenant.keys.write });
+      expect([byHeader.status, byQuery.status], value).to.deep.equal([422, 422]);
+      const problem = (await byQuery.json()) as { errors: { pointer: string }[] };
+      expect(problem.errors.map((e) => e.pointer), value).to.deep.equal(['/last_event_id']);
+      await byHeader.body?.cancel();
+    }
   });
 
   it('answers 404 for an unknown run and for a run of another workspace, 401 without a key', async () => {

@@ -224,15 +224,16 @@ const EVENT_ID = /^[0-9]{1,16}$/;
  * @throws ValidationError
  */
 function resumePoint(header: string, query: string | undefined): number {
-  if (header !== '') {
-    if (!EVENT_ID.test(header) || !Number.isSafeInteger(Number(header))) {
-      throw new ValidationError('Last-Event-ID: must be the `id` of an event received on this stream (decimal digits)', [
-        { pointer: '/Last-Event-ID', message: 'Last-Event-ID: must be the `id` of an event received on this stream (decimal digits)' },
-      ]);
-    }
-    return Number(header);
+  if (header !== '') return eventIdOf(header, 'Last-Event-ID');
+  // The schema took 1 to 16 digits already; 16 of them can still be past 2^53 (no sequence of this stream).
+  return query === undefined ? 0 : eventIdOf(query, 'last_event_id');
+}
+
+function eventIdOf(value: string, name: 'Last-Event-ID' | 'last_event_id'): number {
+  if (!EVENT_ID.test(value) || !Number.isSafeInteger(Number(value))) {
+    const message = `${name}: must be the \`id\` of an event received on this stream (decimal digits)`;
+    throw new ValidationError(message, [{ pointer: `/${name}`, message }]);
   }
-  const fromQuery = Number(query ?? 0);
-  return Number.isSafeInteger(fromQuery) && fromQuery > 0 ? fromQuery : 0;
+  return Number(value);
 }
 
