@@ -11,7 +11,8 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /**
  * Reads and parses a JSON request body of at most `limitBytes`. Handlers call it
- * explicitly, so routes without a body never buffer one.
+ * explicitly, so routes without a body never buffer one. With `optional`, a body that is
+ * absent or empty (even sent chunked) reads as `{}`.
  *
  * @throws MalformedJsonError (400) for a missing, empty or unparsable body.
  * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8 and the body has
@@ -22,12 +23,13 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
  *   `JSON.parse` happily makes out of an escape such as `"\ud800"`; or when arrays and
  *   objects nest deeper than {@link MAX_JSON_DEPTH}.
  */
-export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
-  if (!hasBody(ctx)) throw new MalformedJsonError('body is empty');
-  // RFC 8259 makes UTF-8 the only interoperable JSON encoding, so other charsets are refused.
-  if (!ctx.is(JSON_TYPES) || !/^(utf-?8)?$/i.test(ctx.request.charset)) {
-    throw UnsupportedMediaTypeError.forContentType(ctx.get('Content-Type') || undefined);
+export async function readJsonBody(ctx: Context, limitBytes: number, options: { readonly optional?: boolean } = {}): Promise<unknown> {
+  if (!hasBody(ctx)) {
+    if (options.optional) return {};
+    throw new MalformedJsonError('body is empty');
   }
+  // An optional body may come chunked and empty, with any Content-Type or none: its type is judged once it has bytes.
+  if (!options.optional) assertJsonMediaType(ctx);
   const encoding = ctx.get('Content-Encoding').trim();
   if (encoding !== '' && encoding.toLowerCase() !== 'identity') {
     closeAfterResponse(ctx);
@@ -47,7 +49,11 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     if (rawBodyErrorType(error) === 'entity.too.large') throw new PayloadTooLargeError(limitBytes);
     throw error; // other raw-body errors are http-errors (400 aborted/size mismatch…) the error handler maps.
   }
-  if (text.trim() === '') throw new MalformedJsonError('body is empty');
+  if (text.trim() === '') {
+    if (options.optional) return {};
+    throw new MalformedJsonError('body is empty');
+  }
+  if (options.optional) assertJsonMediaType(ctx);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text) as unknown;
@@ -63,6 +69,13 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   }
   assertCleanRequestText(parsed);
   return parsed;
+}
+
+/** RFC 8259 makes UTF-8 the only interoperable JSON encoding, so other charsets are refused. */
+function assertJsonMediaType(ctx: Context): void {
+  if (!ctx.is(JSON_TYPES) || !/^(utf-?8)?$/i.test(ctx.request.charset)) {
+    throw UnsupportedMediaTypeError.forContentType(ctx.get('Content-Type') || undefined);
+  }
 }
 
 function hasBody(ctx: Context): boolean {

@@ -100,6 +100,29 @@ describe('smaller holes (issue #10 item 8)', function () {
     });
   });
 
+  describe('optional bodies', () => {
+    /** Sends the request as written, chunked, and returns the status line's code. */
+    const rawStatus = (path: string, headers: string, chunks: string) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = connect(svc.service.http!.port, '127.0.0.1', () =>
+          socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tenant.keys.admin}\r\n${headers}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunks}0\r\n\r\n`),
+        );
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString()));
+        socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1])));
+        socket.on('error', reject);
+      });
+
+    it('reads an empty chunked body as no body (200), with or without a JSON Content-Type, and judges the type of one with bytes', async () => {
+      const release = '/api/v1/workspace/kill-switch/release';
+      expect(await rawStatus(release, 'Content-Type: application/json\r\n', '')).to.equal(200);
+      expect(await rawStatus(release, 'Content-Type: application/json\r\n', '3\r\n \n \r\n')).to.equal(200);
+      expect(await rawStatus(release, '', '')).to.equal(200);
+      expect(await rawStatus(release, 'Content-Type: text/plain\r\n', '2\r\n{}\r\n')).to.equal(415);
+      expect(await rawStatus(release, 'Content-Type: application/json\r\n', '1\r\n{\r\n')).to.equal(400);
+    });
+  });
+
   describe('paths are case-sensitive', () => {
     it('answers /API/V1/accounts with 404, not the accounts without the /api/ answer headers', async () => {
       const headers = { authorization: `Bearer ${tenant.keys.read}` };
