@@ -255,6 +255,49 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
       expect(await runIdsOf(account)).to.deep.equal([claimedRunId]);
     });
 
+    it('a takeover that cannot tell whether the run was queued (read model behind) answers 409 and keeps the claim, never queueing the run twice', async () => {
+      const account = await freshAccount(svc, tenant.workspaceId);
+      const idem = newIdempotencyKey();
+      const body = { brief: 'Crashed after queueing, while the read model lags.', project_id: account };
+      const claimedRunId = uuidv7();
+      const { commands, store, subjects } = svc.service.infrastructure;
+      const meta = { actor: { kind: 'api_key' as const, id: tenant.keyIds.write }, correlationId: claimedRunId };
+      const projector = svc.service.projectorCopy!.projector!;
+      await projector.stop();
+      let restarted = false;
+      try {
+        // The first attempt queued the run and died; the run was canceled since; no projection saw either.
+        await commands.handle(accountDecider, {
+          type: 'StartRun', workspaceId: tenant.workspaceId, accountId: account, runId: claimedRunId, brief: body.brief,
+          autoApply: false, keyId: tenant.keyIds.write, scope: 'write', meta,
+        });
+        await commands.handle(accountDecider, { type: 'CancelRun', workspaceId: tenant.workspaceId, accountId: account, runId: claimedRunId, knownStatus: 'queued', meta });
+        await abandonedClaim(idem, body, claimedRunId);
+
+        const undecided = await post(tenant.keys.write, body, idem);
+        expectProblem(undecided, 409, 'idempotent-request-in-progress');
+        expect(undecided.headers.get('retry-after')).to.equal('10');
+
+        await projector.start();
+        restarted = true;
+        await svc.service.infrastructure.database.db
+          .updateTable('idempotency_records')
+          .set({ locked_until: sql`now() - interval '1 second'` as any })
+          .where('idempotency_key', '=', idem)
+          .execute();
+        const retry = await post(tenant.keys.write, body, idem);
+        expect(retry.status).to.equal(202);
+        expect(retry.body.id).to.equal(claimedRunId);
+      } finally {
+        if (!restarted) await projector.start();
+      }
+      let queued = 0;
+      for await (const { event } of store.readFiltered(subjects.all, 1)) {
+        if (event.type === 'RunQueued' && (event.data as { run_id?: string }).run_id === claimedRunId) queued++;
+      }
+      expect(queued).to.equal(1);
+    });
+
     it('a request taken over while it stalled neither releases nor answers for its successor', async () => {
       const account = await freshAccount(svc, tenant.workspaceId);
       const idem = newIdempotencyKey();

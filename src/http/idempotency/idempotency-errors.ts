@@ -25,3 +25,21 @@ export class IdempotentRequestInProgressError extends HttpOnlyError {
     super('idempotent-request-in-progress', `Retry after the first request has finished (at the latest in ${retryAfterSeconds} s).`, { retryAfterSeconds });
   }
 }
+
+/**
+ * A retry took over a request whose first attempt stopped before answering, and the read
+ * model is too far behind to tell whether that attempt created its run (or action). The
+ * claim is kept, so the next retry takes it over again and decides with the same id.
+ */
+export class TakeoverUndecidedError extends HttpOnlyError {
+  readonly kind = ErrorKind.Contention;
+
+  /** @param retryAfterSeconds when this takeover's own claim ends. */
+  constructor(retryAfterSeconds: number) {
+    super(
+      'idempotent-request-in-progress',
+      `The first attempt of this request stopped before answering, and whether it got as far as its result cannot be told yet; retry in ${retryAfterSeconds} s with the same Idempotency-Key.`,
+      { retryAfterSeconds },
+    );
+  }
+}

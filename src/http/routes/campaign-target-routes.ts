@@ -7,7 +7,8 @@ import type { Principal } from '../../auth/scopes.ts';
 import { ValidationError } from '../../errors/common-errors.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import { targetChangeDraft } from '../../policy/target-change-draft.ts';
-import { idempotencyKeyOf, requestFingerprint } from '../idempotency/idempotency-store.ts';
+import { idempotencyKeyOf, PROCESSING_LEASE_SECONDS, requestFingerprint } from '../idempotency/idempotency-store.ts';
+import { TakeoverUndecidedError } from '../idempotency/idempotency-errors.ts';
 import { headerRef, json, problem, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
 import { toActionRepresentation, type ActionRepresentation } from '../representations/action-representation.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
@@ -66,7 +67,8 @@ const handleTarget = (api: ApiContext) => {
 
   /** The answer the first attempt gave, rebuilt from the approvals read model. */
   const alreadyProposed = async (principal: Principal, accountId: string, campaignId: string, actionId: string): Promise<TargetResponse | undefined> => {
-    await api.barrier.catchUp(APPROVALS_PROJECTION);
+    // Not caught up: whether the first attempt proposed cannot be told; the claim is kept for a retry (see TakeoverUndecidedError).
+    if (!(await api.barrier.catchUp(APPROVALS_PROJECTION))) throw new TakeoverUndecidedError(PROCESSING_LEASE_SECONDS);
     const row = await findApproval(api.db, principal.workspaceId, accountId, actionId);
     if (!row) return undefined;
     return targetResponse(toActionRepresentation(row, accountId, api.config.publicBaseUrl), accountId, campaignId);
@@ -113,9 +115,9 @@ const handleTarget = (api: ApiContext) => {
       respond(ctx, claim.status, claim.body, true);
       return;
     }
+    const actionId = claim.runId;
+    const earlier = claim.kind === 'takeover' ? await alreadyProposed(principal, accountId, campaignId, actionId) : undefined;
     try {
-      const actionId = claim.runId;
-      const earlier = claim.kind === 'takeover' ? await alreadyProposed(principal, accountId, campaignId, actionId) : undefined;
       const response = earlier ?? (await proposeTarget(target, body, actionId));
       await api.idempotency.complete(claim.held, 200, response);
       respond(ctx, 200, response, false);
