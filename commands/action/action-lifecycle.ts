@@ -251,7 +251,11 @@ export function decideFinishApply(command: FinishApply, state: ActionState) {
     if (held) throw new ApplyClaimHeldError(command.actionId, held.workerId, held.leaseUntil!);
     return [newEvent('ActionReturnedToQueue', { reason: result.reason }, address(command), command.meta)];
   }
-  if (state.status !== 'applying' || state.claim?.id !== command.claimId) throw new ApplyClaimLostError(command.actionId, command.claimId);
+  if (state.status !== 'applying' || state.claim?.id !== command.claimId) {
+    const rest = restOfEndedAttempt(command, state);
+    if (rest) return rest;
+    throw new ApplyClaimLostError(command.actionId, command.claimId);
+  }
   if (result.kind === 'returned') return [newEvent('ActionReturnedToQueue', { reason: result.reason }, address(command), command.meta)];
   const attempt = state.attempts;
   if (result.kind === 'applied') {
@@ -276,6 +280,33 @@ export function decideFinishApply(command: FinishApply, state: ActionState) {
     command.meta,
   );
   if (result.willRetry) return [failed];
-  const reason = result.refused ? `the platform refused the change: ${result.error}` : `the platform kept failing: ${result.error}`;
-  return [failed, newEvent('ActionReturnedToQueue', { reason }, address(command), command.meta)];
+  return [failed, newEvent('ActionReturnedToQueue', { reason: finalFailureReason(result) }, address(command), command.meta)];
+}
+
+function finalFailureReason(result: Extract<ApplyResult, { kind: 'failed' }>): string {
+  return result.refused ? `the platform refused the change: ${result.error}` : `the platform kept failing: ${result.error}`;
+}
+
+/**
+ * A finish of the claim whose attempt already ended, decided again because the append's
+ * acknowledgement was lost (the events were stored): what of its outcome is not recorded yet,
+ * none when all of it is; undefined when the recorded outcome is another one (then the claim
+ * was lost). Without it the worker took the refusal for a takeover and left the action
+ * `applying` for good.
+ */
+function restOfEndedAttempt(command: FinishApply, state: ActionState): ReturnType<typeof newEvent>[] | undefined {
+  if (state.endedClaimId === null || state.endedClaimId !== command.claimId) return undefined;
+  const { result } = command;
+  const attemptOver = state.status === 'applying' && state.claim === null;
+  switch (result.kind) {
+    case 'applied':
+      return state.status === 'applied' ? [] : undefined;
+    case 'returned':
+      return state.status === 'returned' ? [] : undefined;
+    case 'failed':
+      if (state.status === 'returned' && !result.willRetry) return [];
+      if (!attemptOver) return undefined;
+      // ActionApplyFailed is stored; a final failure's ActionReturnedToQueue may not be.
+      return result.willRetry ? [] : [newEvent('ActionReturnedToQueue', { reason: finalFailureReason(result) }, address(command), command.meta)];
+  }
 }

@@ -42,6 +42,11 @@ export interface ActionState {
   /** The claim of the attempt in progress while `applying`; null otherwise. */
   readonly claim: ApplyClaim | null;
   /**
+   * The claim whose attempt ended last (applied, failed or returned): a finish of that claim
+   * decided again after its append's acknowledgement was lost records only what is missing.
+   */
+  readonly endedClaimId: string | null;
+  /**
    * ISO time of the last event that changed what the approvals view shows (every event but
    * heartbeats, as the approvals projection's `updated_at`); with status and params, the
    * action's version (action-version.ts). Null before the proposal.
@@ -51,7 +56,8 @@ export interface ActionState {
 
 /** How an action's events fold into its decision state (the decider is action-decider.ts). */
 export const actionFold = {
-  stateVersion: 5,
+  // 6: endedClaimId.
+  stateVersion: 6,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -67,6 +73,7 @@ export const actionFold = {
     proposedAt: null,
     proposerKeyId: null,
     claim: null,
+    endedClaimId: null,
     changedAt: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
@@ -114,11 +121,11 @@ function evolveAction(state: ActionState, event: DomainEvent): ActionState {
       return state.claim?.id === event.data.claim_id ? { ...state, claim: { ...state.claim, leaseUntil: event.data.lease_until } } : state;
     case 'ActionApplyFailed':
       // The attempt is over; the next one (after the backoff) claims afresh.
-      return { ...state, claim: null };
+      return { ...state, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
     case 'ActionApplied':
-      return { ...state, status: 'applied', claim: null };
+      return { ...state, status: 'applied', claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
     case 'ActionReturnedToQueue':
-      return { ...state, status: 'returned', autoApplied: false, claim: null };
+      return { ...state, status: 'returned', autoApplied: false, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
     default:
       return state;
   }

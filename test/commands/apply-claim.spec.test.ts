@@ -119,9 +119,41 @@ describe('apply claims (decider specs)', () => {
       .then([{ type: 'ActionApplied', data: { attempt: 1, applied_operations: appliedOperations, partial_failures: partialFailures } }]);
   });
 
-  it('after the action left the apply path, a finish under a claim is refused and a claimless return records nothing', () => {
+  it('after the action left the apply path, a finish under another claim is refused and a claimless return records nothing', () => {
     const applied = [proposed, claimed('k1', 'w1', 1, 30), recorded('ActionApplied', { worker_id: 'w1', attempt: 1 })];
-    finishes.given(applied).when(finish('k1', { kind: 'applied' })).thenThrows(ApplyClaimLostError);
+    finishes.given(applied).when(finish('k9', { kind: 'applied' })).thenThrows(ApplyClaimLostError);
     finishes.given(applied).when(finish(null, { kind: 'returned', reason: 'late re-check' })).thenNothing();
+  });
+
+  describe('a finish decided again after its acknowledgement was lost (the events were stored)', () => {
+    const failedOnce = recorded('ActionApplyFailed', { worker_id: 'w1', attempt: 1, error: '503', will_retry: true });
+    const failedFinally = recorded('ActionApplyFailed', { worker_id: 'w1', attempt: 1, error: '503', will_retry: false });
+
+    it('given the retryable failure stored, when the same claim finishes it again, then nothing more is recorded (the retry claims afresh)', () => {
+      finishes.given([proposed, claimed('k1', 'w1', 1, 30), failedOnce]).when(finish('k1', { kind: 'failed', error: '503', willRetry: true })).thenNothing();
+      spec.given([proposed, claimed('k1', 'w1', 1, 30), failedOnce]).when(start('k2', 2)).then([{ type: 'ActionApplyStarted', data: { attempt: 2 } }]);
+    });
+
+    it('given only the ActionApplyFailed of a final failure stored, when the same claim finishes it again, then the missing return is recorded', () => {
+      finishes
+        .given([proposed, claimed('k1', 'w1', 1, 30), failedFinally])
+        .when(finish('k1', { kind: 'failed', error: '503', willRetry: false }))
+        .then([{ type: 'ActionReturnedToQueue', data: { reason: 'the platform kept failing: 503' } }]);
+      finishes
+        .given([proposed, claimed('k1', 'w1', 1, 30), failedFinally, recorded('ActionReturnedToQueue', { reason: 'the platform kept failing: 503' })])
+        .when(finish('k1', { kind: 'failed', error: '503', willRetry: false }))
+        .thenNothing();
+    });
+
+    it('given the change applied, when the same claim finishes it again, then nothing more is recorded; a return or another claim is refused', () => {
+      const applied = [proposed, claimed('k1', 'w1', 1, 30), recorded('ActionApplied', { worker_id: 'w1', attempt: 1 })];
+      finishes.given(applied).when(finish('k1', { kind: 'applied' })).thenNothing();
+      finishes.given(applied).when(finish('k1', { kind: 'failed', error: '503', willRetry: true })).thenThrows(ApplyClaimLostError);
+      finishes.given(applied).when(finish('k1', { kind: 'returned', reason: 'x' })).thenThrows(ApplyClaimLostError);
+    });
+
+    it('given a failure stored and another worker claimed since, when the first claim finishes again, then it is refused', () => {
+      finishes.given([proposed, claimed('k1', 'w1', 1, 30), failedOnce, claimed('k2', 'w2', 2, 60)]).when(finish('k1', { kind: 'failed', error: '503', willRetry: true })).thenThrows(ApplyClaimLostError);
+    });
   });
 });

@@ -7,6 +7,7 @@ import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForStatus } from './helpers.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
+import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
 
 /**
  * The real sandbox platform behind a decorator that makes applyChange fail a set number of
@@ -134,6 +135,38 @@ describe('apply worker: platform failures and competing workers', function () {
     // Back in the queue, it can be approved again.
     const again = await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write });
     expect(again.status).to.equal(200);
+  });
+
+  it('a failure whose acknowledgement was lost (the event stored) is still retried, and the change goes live once', async () => {
+    const { cpa } = await campaignsByStrategy(svc, tenant.keys.read, tenant.accounts.sandbox);
+    const before = (await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa!;
+    const target = cents(before * 1.3);
+    const action = await proposeTarget(svc, tenant.keys.write, tenant.accounts.sandbox, cpa.id, { target_cpa: target, reason: 'lost ack' });
+    expect((await api(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${action.id}/approve`, { key: tenant.keys.write })).status).to.equal(200);
+    // NATS stores the first ActionApplyFailed but its publish acknowledgement is lost (a leader change).
+    const store = svc.service.infrastructure.store;
+    const append = store.append.bind(store);
+    let lost = 0;
+    store.append = (async (subject, events, expected) => {
+      const stored = await append(subject, events, expected);
+      if (lost === 0 && events[0]?.type === 'ActionApplyFailed') {
+        lost++;
+        throw new EventStoreUnavailableError('publish timed out (the message was stored)');
+      }
+      return stored;
+    }) as typeof store.append;
+    try {
+      const platform = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 1);
+      await startWorker(platform);
+      await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied', 20_000);
+      expect(lost).to.equal(1);
+      expect(platform.applied).to.equal(1);
+      const events = await historyOf(tenant.accounts.sandbox, action.id);
+      expect(events.map((e) => e.type)).to.deep.equal(['ActionProposed', 'ActionApproved', 'ActionApplyStarted', 'ActionApplyFailed', 'ActionApplyStarted', 'ActionApplied']);
+      expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa).to.equal(target);
+    } finally {
+      store.append = append;
+    }
   });
 
   it('applies each action exactly once with three apply workers competing', async () => {
