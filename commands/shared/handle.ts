@@ -80,7 +80,8 @@ export class CommandContentionError extends AppError {
  * `decider.streamOf(command)`, decide, append with the expected subject sequence; on a
  * conflict reload and decide again (jittered backoff), up to a bound, then
  * CommandContentionError. A decision that returns no events appends nothing and succeeds.
- * Refusals are whatever `decide` throws.
+ * Refusals are whatever `decide` throws. Both are decided again on a reload while the state
+ * was read from a replica behind the stream's leader.
  *
  * @example
  * ```ts
@@ -118,19 +119,28 @@ export async function handle<C extends Command, S>(
       continue;
     }
     let events: readonly UnsealedEvent[];
+    let refused: { readonly refusal: unknown } | undefined;
     try {
       events = decider.decide(command, loaded.state);
     } catch (refusal) {
-      // Reads may be answered by a replica of the stream that is behind its leader (a client that
-      // just saw its run end elsewhere would be told the run is still in progress). A refusal
-      // stands only on state the leader has nothing newer than; otherwise decide again on a reload.
-      if (staleReloads >= MAX_STALE_RELOADS || !(await behindLeader(aggregates, subject, loaded.lastSequence))) throw refusal;
-      staleReloads++;
-      attempt--;
-      await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
-      continue;
+      events = [];
+      refused = { refusal };
     }
-    if (events.length === 0) return { appended: [], state: loaded.state, position: loaded };
+    if (events.length === 0) {
+      // Reads may be answered by a replica of the stream that is behind its leader (a client that
+      // just saw its run end elsewhere would be told the run is still in progress; an engage of the
+      // kill switch decided on state from before its release would find it engaged and do nothing).
+      // A refusal, or a decision that nothing is to be done, stands only on state the leader has
+      // nothing newer than; otherwise decide again on a reload.
+      if (staleReloads < MAX_STALE_RELOADS && (await behindLeader(aggregates, subject, loaded.lastSequence))) {
+        staleReloads++;
+        attempt--;
+        await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
+        continue;
+      }
+      if (refused) throw refused.refusal;
+      return { appended: [], state: loaded.state, position: loaded };
+    }
     try {
       const appended = await aggregates.store.append<DomainEvent>(subject, events, loaded);
       const state = appended.reduce((s, stored) => decider.evolve(s, stored.event), loaded.state);

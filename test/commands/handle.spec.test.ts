@@ -415,3 +415,42 @@ describe('handle: a refusal is never decided on a replica behind the leader (spe
     expect(1_000 - store.lagging, 'reads: the first and five reloads').to.equal(6);
   });
 });
+
+/** Reads answered by a replica one event behind the leader, for the next `lagging` reads. */
+class OneBehindReplicaStore extends InMemoryEventStore {
+  lagging = 0;
+  override async lastOfChecked(subject: string) {
+    const last = await super.lastOfChecked(subject);
+    if (this.lagging === 0 || !last?.ok) return last;
+    this.lagging--;
+    let previous: Awaited<ReturnType<InMemoryEventStore['lastOfChecked']>> = null;
+    for await (const result of this.readSubjectChecked(subject, 0, last.stored.seq - 1)) previous = result;
+    return previous;
+  }
+}
+
+describe('handle: a decision that nothing is to be done is never taken on a replica behind the leader (specs)', () => {
+  const subjects = new Subjects('spec');
+  const switchTo = (commands: Commands, engaged: boolean) =>
+    commands.handle(workspaceDecider, { type: 'SetKillSwitch', workspaceId: 'ws', engaged, reason: engaged ? 'incident' : 'over', meta });
+
+  it('given the kill switch just released, when it is engaged on a replica that still shows it engaged, then it is engaged in the log', async () => {
+    const store = new OneBehindReplicaStore();
+    const first = new Commands(new Aggregates(store, subjects, null));
+    await first.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    await switchTo(first, true);
+    await switchTo(first, false);
+    store.lagging = 1;
+    const engaged = await switchTo(new Commands(new Aggregates(store, subjects, null)), true);
+    expect(engaged.appended.map((e) => e.event.type)).to.deep.equal(['KillSwitchEngaged']);
+    expect((await loadWorkspace(new Aggregates(store, subjects, null), 'ws')).state.killSwitch.engaged).to.equal(true);
+  });
+
+  it('given the switch engaged in the log too, when it is engaged again, then nothing is appended (the leader has nothing newer)', async () => {
+    const store = new OneBehindReplicaStore();
+    const commands = new Commands(new Aggregates(store, subjects, null));
+    await commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    await switchTo(commands, true);
+    expect((await switchTo(new Commands(new Aggregates(store, subjects, null)), true)).appended).to.deep.equal([]);
+  });
+});
