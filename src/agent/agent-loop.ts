@@ -1,6 +1,7 @@
 import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
 import type { ToolCalledData } from '../events/catalogue/index.ts';
 import { isAppError } from '../errors/app-error.ts';
+import { ValidationError } from '../errors/common-errors.ts';
 import type { ActionDraft } from '../policy/action-draft.ts';
 import type { ActionRepresentation } from '../policy/proposal-service.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
@@ -10,6 +11,7 @@ import { systemPrompt } from './system-prompt.ts';
 import { ToolInputError } from './tools/agent-tool.ts';
 import { ALL_TOOL_NAMES, type ToolRegistry } from './tools/tool-registry.ts';
 import { clipText } from '../text/clip-text.ts';
+import { sanitizeText } from '../text/hostile-text.ts';
 
 export interface AgentRunRequest {
   readonly runId: string;
@@ -42,7 +44,11 @@ export interface AgentRunDependencies {
   readonly platform: AdsPlatform;
   /** Appends ToolCalled; the transcript is durable before the model sees the result. */
   recordToolCall(call: ToolCalledData): Promise<void>;
-  propose(draft: ActionDraft, summary: string, reason: string): Promise<ActionRepresentation>;
+  /**
+   * Records a proposal. `signal` is the run's: once it fired (the run's time is up) the run
+   * has ended or is ending, and a tool still working must not leave an action behind it.
+   */
+  propose(draft: ActionDraft, summary: string, reason: string, signal: AbortSignal): Promise<ActionRepresentation>;
   readonly now: () => Date;
   /**
    * Asked before each tool call: null while the run may go on, or why it must stop (its key
@@ -64,6 +70,26 @@ export type AgentOutcome = RunOutcome extends infer O ? (O extends RunOutcome ? 
 
 class RunTimedOut extends Error {}
 
+/**
+ * The run failed in a way none of its outcomes describes (a bug, the event log refusing a
+ * write): thrown with the usage the run had already spent, which the failed run still reports.
+ */
+export class AgentCrashed extends Error {
+  readonly usage: AgentUsage;
+
+  constructor(cause: unknown, usage: AgentUsage) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'AgentCrashed';
+    this.usage = usage;
+  }
+}
+
+export interface AgentUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly steps: number;
+}
+
 class RunStopped extends Error {
   readonly stop: RunStop;
 
@@ -77,7 +103,7 @@ class RunStopped extends Error {
 /**
  * One run of the agent: model turn, tool calls, model turn, ... until the model answers
  * in text. Enforces the run's limits whatever the model does: at most 10 tool calls
- * (then no tools are offered), the wall clock and the model-time budget, and the text cap.
+ * (then tool calling is switched off), the wall clock and the model-time budget, and the text cap.
  */
 export async function runAgent(request: AgentRunRequest, deps: AgentRunDependencies): Promise<AgentOutcome> {
   const wallClock = AbortSignal.timeout(request.wallClockMs);
@@ -87,10 +113,17 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
   let toolCalls = 0;
   let modelTimeMs = 0;
   let lastText = '';
+  /** The model stopped writing lastText at its output-token limit. */
+  let lastTextCut = false;
 
   const finish = (text: string) => {
-    const truncated = text.length > RUN_LIMITS.maxTextLength;
-    return { text: truncated ? clipText(text, RUN_LIMITS.maxTextLength) : text, truncated, usage: { ...usage } };
+    const tooLong = text.length > RUN_LIMITS.maxTextLength;
+    return { text: tooLong ? clipText(text, RUN_LIMITS.maxTextLength) : text, truncated: tooLong || lastTextCut, usage: { ...usage } };
+  };
+  const count = (spent: { input_tokens: number; output_tokens: number }) => {
+    usage.steps++;
+    usage.input_tokens += spent.input_tokens;
+    usage.output_tokens += spent.output_tokens;
   };
 
   try {
@@ -100,35 +133,41 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
       if (remainingBudget <= 0) throw new RunTimedOut(`the model-time budget of ${request.modelBudgetMs} ms is used up`);
       if (usage.steps >= RUN_LIMITS.maxSteps) return { kind: 'succeeded', ...finish(lastText) };
 
-      const offered = toolCalls < RUN_LIMITS.maxToolCalls ? request.tools.declarations() : [];
+      const tools = request.tools.declarations();
+      // After the last tool call the model keeps the declarations (its conversation calls them)
+      // but may only answer.
+      const mayCallTools = toolCalls < RUN_LIMITS.maxToolCalls && tools.length > 0;
       const budget = AbortSignal.timeout(Math.max(1, Math.floor(remainingBudget)));
       const started = performance.now();
       let turn;
       try {
-        turn = await deps.model.generate({ system, conversation, tools: offered, signal: AbortSignal.any([wallClock, budget]) });
+        turn = await deps.model.generate({ system, conversation, tools, toolChoice: mayCallTools ? 'auto' : 'none', signal: AbortSignal.any([wallClock, budget]) });
       } catch (error) {
         if (wallClock.aborted) throw new RunTimedOut(`the run exceeded its wall clock of ${request.wallClockMs} ms`);
         if (budget.aborted) throw new RunTimedOut(`the model-time budget of ${request.modelBudgetMs} ms is used up`);
+        // An answer the run cannot use was still billed.
+        if (error instanceof ModelError && error.usage) count(error.usage);
         throw error;
       } finally {
         const took = performance.now() - started;
         modelTimeMs += took;
         deps.observeStep?.(AgentStep.ModelTurn, took / 1000);
       }
-      usage.steps++;
-      usage.input_tokens += turn.usage.input_tokens;
-      usage.output_tokens += turn.usage.output_tokens;
+      count(turn.usage);
       conversation.push({ role: 'model', parts: turn.parts });
 
       const text = turn.parts.flatMap((p) => (p.kind === 'text' ? [p.text] : [])).join('');
-      if (text) lastText = text;
+      if (text) {
+        lastText = text;
+        lastTextCut = turn.truncated === true;
+      }
       const calls = turn.parts.flatMap((p) => (p.kind === 'function_call' ? [p.call] : []));
-      if (calls.length === 0 || offered.length === 0) return { kind: 'succeeded', ...finish(lastText) };
+      if (calls.length === 0 || !mayCallTools) return { kind: 'succeeded', ...finish(lastText) };
 
       const results: FunctionResult[] = [];
       for (const call of calls) {
         if (toolCalls >= RUN_LIMITS.maxToolCalls) {
-          results.push({ name: call.name, response: { error: `tool call limit of ${RUN_LIMITS.maxToolCalls} reached; answer now` } });
+          results.push({ name: call.name, response: toolError(`tool call limit of ${RUN_LIMITS.maxToolCalls} reached; answer now`) });
           continue;
         }
         const stop = deps.mayContinue ? await timed(deps, AgentStep.Check, () => deps.mayContinue!()) : null;
@@ -142,7 +181,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
             run_id: request.runId,
             index: toolCalls,
             name: clipText(call.name, 100),
-            input: call.args,
+            input: capInput(call.args),
             ok,
             output: capOutput(output),
             duration_ms: Math.round(duration),
@@ -159,7 +198,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
     if (error instanceof ModelError) {
       return { kind: 'failed', code: 'agent_error', message: `model error${error.status ? ` ${error.status}` : ''}: ${error.message}`, ...partial };
     }
-    throw error;
+    throw new AgentCrashed(error, partial.usage);
   }
 }
 
@@ -183,10 +222,10 @@ async function executeTool(
   const tool = request.tools.get(name);
   if (!tool) {
     const error = ALL_TOOL_NAMES.has(name) ? `tool ${name} is not available to this run` : `unknown tool ${name}`;
-    return { ok: false, output: { error } };
+    return { ok: false, output: toolError(error) };
   }
   const invalid = request.tools.validate(name, args);
-  if (invalid) return { ok: false, output: { error: `invalid input: ${invalid}` } };
+  if (invalid) return { ok: false, output: toolError(`invalid input: ${invalid}`) };
   try {
     // Raced against the wall clock: a tool may ignore its signal (a platform or database call
     // that hangs), and the run must still end at its limit instead of staying running.
@@ -196,7 +235,7 @@ async function executeTool(
         account: request.account,
         today: deps.now(),
         signal,
-        propose: deps.propose,
+        propose: (draft, summary, reason) => deps.propose(draft, summary, reason, signal),
       }),
       signal,
     );
@@ -205,9 +244,28 @@ async function executeTool(
     if (signal.aborted) throw new RunTimedOut(`the run exceeded its wall clock of ${request.wallClockMs} ms during the tool call ${name}`);
     // A platform that refuses the account's authorisation ends the run: no later tool call can succeed.
     if (isAppError(error) && error.code === 'account-not-connected') throw new RunStopped({ code: 'account_not_connected', message: error.message });
-    if (error instanceof ToolInputError || isAppError(error)) return { ok: false, output: { error: error.message } };
-    return { ok: false, output: { error: `the tool failed: ${error instanceof Error ? error.message : String(error)}` } };
+    if (error instanceof ToolInputError || isAppError(error)) return { ok: false, output: toolError(explained(error)) };
+    return { ok: false, output: toolError(`the tool failed: ${error instanceof Error ? error.message : String(error)}`) };
   }
+}
+
+/**
+ * What the model is told of a refusal: the message, and for a refused input which field and
+ * why (a proposal whose reason is too long), so that it can correct the call rather than
+ * repeat it.
+ */
+function explained(error: Error): string {
+  if (!(error instanceof ValidationError) || error.errors.length === 0) return error.message;
+  return `${error.message} ${error.errors.map((e) => `${e.pointer}: ${e.message}`).join('; ')}`;
+}
+
+/**
+ * A tool's error as the model sees it and ToolCalled records it. Platform and database
+ * messages are as hostile as platform data (U+0000, lone surrogates, which no event may
+ * carry) and unbounded.
+ */
+function toolError(message: string): Record<string, unknown> {
+  return { error: clipText(sanitizeText(message), RUN_LIMITS.maxToolErrorChars) };
 }
 
 /** `work`, or a rejection as soon as `signal` aborts (the work itself goes on unobserved). */
@@ -227,4 +285,15 @@ function capOutput(output: Record<string, unknown>): Record<string, unknown> {
   const json = JSON.stringify(output);
   if (json.length <= RUN_LIMITS.maxToolOutputChars) return output;
   return { truncated_output: clipText(json, RUN_LIMITS.maxToolOutputChars), original_chars: json.length };
+}
+
+/**
+ * The model's arguments as ToolCalled records them: a JSON copy (a number the model wrote as
+ * 1e400 is Infinity in memory, which JSON, and so the stored event, has no way to hold), cut
+ * like an output when it is too large for one event next to the output.
+ */
+function capInput(input: Record<string, unknown>): Record<string, unknown> {
+  const json = JSON.stringify(input);
+  if (json.length <= RUN_LIMITS.maxToolInputChars) return JSON.parse(json) as Record<string, unknown>;
+  return { truncated_input: clipText(json, RUN_LIMITS.maxToolInputChars), original_chars: json.length };
 }

@@ -1,6 +1,6 @@
 /** The specification's limits on a run. Wall clock and model budget are configurable (RUN_TIMEOUT_MS, RUN_MODEL_BUDGET_MS). */
 export const RUN_LIMITS = {
-  /** Tool calls per run; after that the model is offered no tools and must answer. */
+  /** Tool calls per run; after that the model may not call tools (declared, calling off) and must answer. */
   maxToolCalls: 10,
   /** Entries kept in result.tool_calls. */
   maxRecordedToolCalls: 50,
@@ -10,4 +10,11 @@ export const RUN_LIMITS = {
   maxSteps: 25,
   /** Largest tool output kept in a ToolCalled event (JSON characters). */
   maxToolOutputChars: 200_000,
+  /**
+   * Largest tool input kept in a ToolCalled event (JSON characters); larger ones are kept cut.
+   * Input and output share one event, which the event log takes up to 1 MB.
+   */
+  maxToolInputChars: 20_000,
+  /** Longest tool error message the model is told and ToolCalled keeps. */
+  maxToolErrorChars: 2_000,
 } as const;

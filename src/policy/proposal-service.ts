@@ -21,6 +21,8 @@ import { autoApplyTouch, PolicyContextReader, utcDay, type AppliedChangeLookup }
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
 import { loadWorkspace, loadAccount, loadQuota } from '../../commands/queries.ts';
+import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from '../../commands/shared/handle.ts';
+import { streams } from '../event-store/subjects.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -37,10 +39,9 @@ export interface ActionRepresentation {
   readonly policy_reasons: readonly string[];
 }
 
-export interface ProposalRequest {
+interface ProposalFields {
   readonly workspaceId: string;
   readonly accountId: string;
-  readonly runId: string | null;
   readonly draft: ActionDraft;
   readonly summary: string;
   readonly reason: string;
@@ -48,6 +49,30 @@ export interface ProposalRequest {
   readonly meta: CommandMeta;
   /** Chosen by the caller when a retry must find the same action (Idempotency-Key); new otherwise. */
   readonly actionId?: string;
+}
+
+/** The run proposing, as the worker running it holds it. */
+export interface ProposingRun {
+  /** The key that started the run: the proposer the distinct-approver rule compares the approver with. */
+  readonly keyId: string;
+  /** The worker that claimed the run, which must still hold it when the action is recorded. */
+  readonly workerId: string;
+  /** Fires when the run's time is up (or its worker stops): nothing is proposed after that. */
+  readonly signal: AbortSignal;
+}
+
+/** A proposal of an API caller (`runId: null`), or of a run with what its worker knows of it. */
+export type ProposalRequest = ProposalFields & ({ readonly runId: null } | { readonly runId: string; readonly run: ProposingRun });
+
+/**
+ * The proposing run ended (its time ran out, it was failed or taken over) while one of its
+ * tools was still working: an action of a run that is no longer running is not recorded.
+ */
+export class ProposingRunEndedError extends Error {
+  constructor(runId: string, why: string) {
+    super(`run ${runId} ${why}; nothing was proposed`);
+    this.name = 'ProposingRunEndedError';
+  }
 }
 
 /**
@@ -125,7 +150,7 @@ export class ProposalService {
     const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
     const classified = classifyAction(request.draft, context);
     const actionId = request.actionId ?? uuidv7();
-    const proposerKeyId = await this.proposerKeyOf(request);
+    const proposerKeyId = proposerKeyOf(request);
     const proposal = (riskTier: RiskTier, disposition: Disposition, reasons: readonly string[]): ActionProposedData => ({
       action_id: actionId,
       run_id: request.runId,
@@ -144,9 +169,14 @@ export class ProposalService {
     // not use up one of the account's auto-apply slots of the day.
     assertRecordable(request, proposal(classified.risk_tier, 'queued', classified.policy_reasons));
     const refused = classified.risk_tier === 'blocked' ? null : await this.dryRun(request);
+    // After the slow part (the platform's dry run), before a slot of the day is reserved.
+    await this.assertRunStillRunning(request);
     const { riskTier, disposition, reasons } = refused
       ? { riskTier: 'blocked' as const, disposition: 'blocked' as const, reasons: [...classified.policy_reasons, `the platform refused the change in a dry run (validateOnly): ${refused}`, 'blocked: never queued or applied'] }
       : await this.decideDisposition({ ...request, meta }, classified, actionId, now);
+    // The run's time may have run out while the slot was reserved; its RunFailed can only
+    // come after the signal fired, so an action appended now is one of a running run.
+    assertRunNotStopped(request);
     await this.commands.handle(actionDecider, {
       type: 'ProposeAction',
       workspaceId: request.workspaceId,
@@ -165,16 +195,24 @@ export class ProposalService {
   }
 
   /**
-   * The API key behind a proposal, for the distinct-approver rule: the key that called the
-   * endpoint, or the key that started the run (read from the account aggregate, where the
-   * proposing run is the active one).
+   * @throws ProposingRunEndedError when the proposing run is no longer the account's running
+   *   run under its worker: it timed out, its worker stopped and it was failed, or it was taken
+   *   over. A refusal read from a replica behind the stream leader is confirmed first, as
+   *   handle() confirms one (right after a failover the run's RunStarted may be missing there).
    */
-  private async proposerKeyOf(request: ProposalRequest): Promise<string | null> {
-    if (request.meta.actor.kind === 'api_key') return request.meta.actor.id;
-    if (request.runId === null) return null;
-    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
-    const active = account.state.activeRun;
-    return active && active.runId === request.runId ? active.keyId : null;
+  private async assertRunStillRunning(request: ProposalRequest): Promise<void> {
+    if (request.runId === null) return;
+    assertRunNotStopped(request);
+    const subject = this.commands.aggregates.subjects.forAggregate(streams.account(request.workspaceId, request.accountId));
+    for (let reloads = 0; ; reloads++) {
+      const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
+      const active = account.state.activeRun;
+      if (active?.runId === request.runId && active.status === 'running' && active.workerId === request.run.workerId) return;
+      if (reloads >= MAX_STALE_RELOADS || !(await behindLeader(this.commands.aggregates, subject, account.lastSequence))) {
+        throw new ProposingRunEndedError(request.runId, 'is no longer running');
+      }
+      await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
+    }
   }
 
   /**
@@ -227,6 +265,21 @@ export class ProposalService {
     const previousDay = utcDay(new Date(now.getTime() - DAY_MS));
     return (await loadQuota(this.commands.aggregates, request.workspaceId, request.accountId, previousDay)).state.changedAt;
   }
+}
+
+/**
+ * The API key behind a proposal, for the distinct-approver rule: the key that called the
+ * endpoint, or the key that started the run, as the run's worker has it. (Read back from the
+ * account it was lost as soon as the run had ended, and a late proposal had no proposer.)
+ */
+function proposerKeyOf(request: ProposalRequest): string | null {
+  if (request.meta.actor.kind === 'api_key') return request.meta.actor.id;
+  return request.runId === null ? null : request.run.keyId;
+}
+
+/** @throws ProposingRunEndedError once the proposing run's signal fired. */
+function assertRunNotStopped(request: ProposalRequest): void {
+  if (request.runId !== null && request.run.signal.aborted) throw new ProposingRunEndedError(request.runId, 'ended before its proposal was recorded (its time ran out or its worker stopped)');
 }
 
 /** @throws ValidationError when the ActionProposed event could not be stored (e.g. a reason over 2000 characters). */

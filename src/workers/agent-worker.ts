@@ -301,7 +301,7 @@ export class AgentWorker {
     this.options.logger.info({ run_id: runId, worker_id: this.workerId }, 'run started');
     try {
       const outcome = await this.runWithShutdown(controller, () =>
-        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active, ...(keyAndAccount ? { keyAndAccount } : {}) }, this.actor),
+        executeRun({ ...this.options.executor, commands }, { workspaceId, accountId, account: run.account, active: run.active, stopping: controller.signal, ...(keyAndAccount ? { keyAndAccount } : {}) }, this.actor),
       );
       await this.recordOutcome(run, outcome, controller.signal);
       const code = outcome.kind === 'failed' ? outcome.code : '';

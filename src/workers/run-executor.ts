@@ -1,7 +1,7 @@
 import type { Commands } from '../../commands/command-bus.ts';
 import type { AccountState, ActiveRun } from '../../commands/account/account-state.ts';
 import type { RunOutcome } from '../../commands/account/run-lifecycle.ts';
-import { runAgent, type AgentStep } from '../agent/agent-loop.ts';
+import { AgentCrashed, runAgent, type AgentStep, type AgentUsage } from '../agent/agent-loop.ts';
 import type { ModelClient } from '../agent/model/model-port.ts';
 import { ToolRegistry } from '../agent/tools/tool-registry.ts';
 import type { RunErrorCode } from '../events/catalogue/index.ts';
@@ -58,23 +58,26 @@ const ZERO_USAGE = { input_tokens: 0, output_tokens: 0, steps: 0 };
  * last looked, which must be before it claimed the run (the account state the run starts from)
  * and before this reads the key: the check before a tool call then reads only after a change.
  * Absent, every check reads both.
+ *
+ * `stopping` fires when the worker gives the run up (a shutdown past its grace): from then on
+ * none of its tools still working may propose.
  */
 export async function executeRun(
   deps: RunExecutorDependencies,
-  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun; keyAndAccount?: ChangeTracker },
+  run: { workspaceId: string; accountId: string; account: AccountState; active: ActiveRun; keyAndAccount?: ChangeTracker; stopping?: AbortSignal },
   actor: Actor,
 ): Promise<RunOutcome> {
   const subjects = runSubjects(deps.commands.aggregates, run.workspaceId, run.accountId, run.active.keyId);
   const keyAndAccount = run.keyAndAccount;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const failed = (code: RunErrorCode, message: string): RunOutcome => ({
+  const failed = (code: RunErrorCode, message: string, usage: AgentUsage = ZERO_USAGE): RunOutcome => ({
     kind: 'failed',
     code,
     message,
     text: '',
     truncated: false,
-    usage: ZERO_USAGE,
+    usage,
     durationMs: elapsed(),
   });
   const { commands } = deps;
@@ -131,11 +134,14 @@ export async function executeRun(
             await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
           }
         },
-        propose: (draft, summary, reason) =>
+        propose: (draft, summary, reason, signal) =>
           deps.proposals.propose({
             workspaceId: run.workspaceId,
             accountId: run.accountId,
             runId: run.active.runId,
+            // The run's key as it was claimed, and the signals after which the run is over: a
+            // tool that outlives its run (the wall clock does not wait for it) proposes nothing.
+            run: { keyId: run.active.keyId, workerId: actor.id, signal: run.stopping ? AbortSignal.any([signal, run.stopping]) : signal },
             draft,
             summary,
             reason,
@@ -147,8 +153,10 @@ export async function executeRun(
     return { ...outcome, durationMs: elapsed() };
   } catch (error) {
     // The message is shown to API clients: it says what they can do; the cause goes only to the log.
-    deps.logger?.error({ run_id: run.active.runId, err: error }, 'run failed on the service side');
-    return failed('internal', 'the run failed on the service side; start it again, and quote the run id to the operator if it keeps failing');
+    const crashed = error instanceof AgentCrashed ? error : null;
+    deps.logger?.error({ run_id: run.active.runId, err: crashed ? crashed.cause : error }, 'run failed on the service side');
+    // The tokens the run had spent count toward the workspace's quota all the same.
+    return failed('internal', 'the run failed on the service side; start it again, and quote the run id to the operator if it keeps failing', crashed?.usage);
   }
 }
 

@@ -39,7 +39,7 @@ describe('agent runs within every limit (Gemini through the real SDK, scripted)'
     expect(JSON.stringify(gemini.requests[1]!.contents)).to.include('functionResponse').and.include('last_30_days');
   });
 
-  it('stops offering tools after 10 tool calls and makes the model answer', async () => {
+  it('switches tool calling off after 10 tool calls and makes the model answer', async () => {
     const call = { functionCalls: [{ name: 'list_campaigns', args: {} }, { name: 'get_account_summary', args: {} }, { name: 'list_campaigns', args: {} }] };
     gemini.script([call, call, call, call, { text: 'Done after the limit.' }]);
     const run = await waitForTerminalRun(svc, tenant.keys.write, await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Look around a lot'));
@@ -48,7 +48,11 @@ describe('agent runs within every limit (Gemini through the real SDK, scripted)'
     expect(run.result.text).to.equal('Done after the limit.');
     const offered = gemini.requests.map(toolNames);
     expect(offered[0]).to.include('list_campaigns');
-    expect(offered[offered.length - 1], 'no tools once 10 calls are used').to.deep.equal([]);
+    expect(gemini.requests[0]).to.not.have.property('toolConfig');
+    // The last request still declares the tools its conversation called, with calling off.
+    const last = gemini.requests[gemini.requests.length - 1]!;
+    expect(toolNames(last)).to.deep.equal(offered[0]);
+    expect(last.toolConfig, 'no tool calls once 10 are used').to.deep.equal({ functionCallingConfig: { mode: 'NONE' } });
   });
 
   it('cuts the answer at 32,000 characters and sets truncated', async () => {

@@ -18,7 +18,18 @@ export interface FunctionCall {
   readonly args: Record<string, unknown>;
 }
 
-export type ModelPart = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'function_call'; readonly call: FunctionCall };
+export type ModelPart =
+  | { readonly kind: 'text'; readonly text: string }
+  | {
+      readonly kind: 'function_call';
+      readonly call: FunctionCall;
+      /**
+       * Opaque token the model attached to the call (Gemini's `thoughtSignature`), sent back
+       * unchanged with the call on later turns: Gemini 3 refuses a signed call returned
+       * without it. Kept in memory only, never recorded.
+       */
+      readonly signature?: string;
+    };
 
 export interface FunctionResult {
   readonly name: string;
@@ -33,14 +44,26 @@ export type ConversationEntry =
 export interface ModelRequest {
   readonly system: string;
   readonly conversation: readonly ConversationEntry[];
-  /** Empty when the run has used its tool calls: the model must answer in text. */
+  /** The run's tools; empty for a run that has none. */
   readonly tools: readonly ToolDeclaration[];
+  /**
+   * 'none' once the run has used its tool calls: the model still knows the tools it called
+   * earlier in the conversation but must answer in text. Default 'auto'.
+   */
+  readonly toolChoice?: 'auto' | 'none';
   readonly signal: AbortSignal;
+}
+
+export interface ModelUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
 }
 
 export interface ModelTurn {
   readonly parts: readonly ModelPart[];
-  readonly usage: { readonly input_tokens: number; readonly output_tokens: number };
+  readonly usage: ModelUsage;
+  /** The model stopped at its output-token limit: its text is cut off. */
+  readonly truncated?: boolean;
 }
 
 export interface ModelClient {
@@ -55,10 +78,16 @@ export interface ModelClient {
 /** The model failed in a way retries did not fix; the run fails with agent_error and this detail. */
 export class ModelError extends Error {
   readonly status?: number;
+  /**
+   * Tokens of an answer the model did give but that could not be used (a malformed call, an
+   * answer stopped for a finish reason the run cannot go on from): billed all the same.
+   */
+  readonly usage?: ModelUsage;
 
-  constructor(message: string, status?: number, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(message: string, status?: number, options?: { cause?: unknown; usage?: ModelUsage }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.status = status;
+    if (options?.usage) this.usage = options.usage;
     this.name = 'ModelError';
   }
 }

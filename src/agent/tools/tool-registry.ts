@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { KeyScope } from '../../events/catalogue/index.ts';
 import type { ToolDeclaration } from '../model/model-port.ts';
-import { sanitizeDeep, sanitizeText } from '../../text/hostile-text.ts';
+import { escapePointerToken, sanitizeDeep, sanitizeText } from '../../text/hostile-text.ts';
 import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { PROPOSE_TOOLS } from './propose-tools.ts';
 import { READ_TOOLS } from './read-tools.ts';
@@ -50,9 +50,24 @@ export class ToolRegistry {
   validate(name: string, input: unknown): string | null {
     const validate = this.validators.get(name);
     if (!validate) return `unknown tool ${name}`;
+    // Ajv takes Infinity for a number (and an integer); a model writing 1e400 gets it from
+    // JSON.parse, and no budget, target or stored event can hold it.
+    const infinite = nonFiniteNumberAt(input, '');
+    if (infinite !== null) return `${infinite || 'input'} must be a finite number`;
     if (validate(input)) return null;
     return (validate.errors ?? []).map((e) => `${e.instancePath || 'input'} ${e.message ?? 'is invalid'}`).join('; ');
   }
+}
+
+/** The JSON pointer of the first number in `value` that is not finite, or null. */
+function nonFiniteNumberAt(value: unknown, pointer: string): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : pointer;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, item] of Object.entries(value)) {
+    const found = nonFiniteNumberAt(item, `${pointer}/${escapePointerToken(key)}`);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /**

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { createModel } from '../../../src/agent/model/create-model.ts';
 import { GeminiModel, type GeminiModelOptions } from '../../../src/agent/model/gemini/gemini-model.ts';
-import { ModelError, type ConversationEntry, type ModelRequest, type ToolDeclaration } from '../../../src/agent/model/model-port.ts';
-import { FAKE_GEMINI_API_KEY, FakeGeminiServer } from '../../support/fake-gemini/fake-gemini-server.ts';
+import { ModelError, type ConversationEntry, type ModelClient, type ModelPart, type ModelRequest, type ToolDeclaration } from '../../../src/agent/model/model-port.ts';
+import type { Config } from '../../../src/config/config.ts';
+import { FAKE_GEMINI_API_KEY, FakeGeminiServer, MISSING_THOUGHT_SIGNATURE_MESSAGE } from '../../support/fake-gemini/fake-gemini-server.ts';
 
 const MODEL = 'gemini-test';
 
@@ -133,6 +135,43 @@ describe('GeminiModel against a fake Gemini server', () => {
     expect(modelContent).to.deep.equal({ role: 'model', parts: [{ functionCall: { name: 'list_campaigns', args: {} }, thoughtSignature: 'c2lnbmF0dXJl' }] });
   });
 
+  describe('the model the service runs (createModel: Gemini wrapped in SanitizingModel)', () => {
+    const production = (): ModelClient =>
+      createModel({ geminiApiKey: FAKE_GEMINI_API_KEY, geminiModel: MODEL, geminiBaseUrl: baseUrl } as Partial<Config> as Config);
+    const afterCall = (parts: readonly ModelPart[]): ConversationEntry[] => [
+      ...request().conversation,
+      { role: 'model', parts },
+      { role: 'tool', results: [{ name: 'list_campaigns', response: {} }] },
+    ];
+
+    it('given Gemini signs a function call, when the call goes back on the next turn, then it carries its thought signature and Gemini answers', async () => {
+      server.script([{ functionCalls: [{ name: 'list_campaigns', args: {}, thoughtSignature: 'c2lnbmF0dXJl' }] }, { text: 'done' }]);
+      const gemini = production();
+      const first = await gemini.generate(request());
+      const second = await gemini.generate(request({ conversation: afterCall(first.parts) }));
+      expect(second.parts).to.deep.equal([{ kind: 'text', text: 'done' }]);
+      expect(server.requests[1]?.contents[1]).to.deep.equal({ role: 'model', parts: [{ functionCall: { name: 'list_campaigns', args: {} }, thoughtSignature: 'c2lnbmF0dXJl' }] });
+    });
+
+    it('given a signed call, when it comes back without its signature, then the fake answers 400 as Gemini 3 does', async () => {
+      server.script([{ functionCalls: [{ name: 'list_campaigns', thoughtSignature: 'c2lnbmF0dXJl' }] }, { text: 'never' }]);
+      const gemini = production();
+      const first = await gemini.generate(request());
+      const unsigned = first.parts.map((part) => (part.kind === 'function_call' ? { kind: part.kind, call: part.call } : part));
+      const error = await rejection(gemini.generate(request({ conversation: afterCall(unsigned) })));
+      expect(error).to.be.instanceOf(ModelError);
+      expect((error as ModelError).status).to.equal(400);
+      expect((error as ModelError).message).to.include(MISSING_THOUGHT_SIGNATURE_MESSAGE);
+      expect(server.remaining).to.equal(1);
+    });
+
+    it('drops a signature that is not a bounded base64 string rather than send it back', async () => {
+      server.script([{ functionCalls: [{ name: 'list_campaigns', thoughtSignature: 'not base64\u0000' }] }]);
+      const first = await production().generate(request());
+      expect(first.parts).to.deep.equal([{ kind: 'function_call', call: { name: 'list_campaigns', args: {} } }]);
+    });
+  });
+
   it('declares tools with schemas converted to Gemini\'s subset', async () => {
     server.script([{ text: 'ok' }]);
     await model().generate(request({ tools: [listCampaigns, pauseCampaign] }));
@@ -189,6 +228,13 @@ describe('GeminiModel against a fake Gemini server', () => {
     await model().generate(request({ tools: [] }));
     expect(server.requests[0]).to.not.have.property('tools');
     expect(server.requests[0]).to.not.have.property('toolConfig');
+  });
+
+  it('keeps the declarations but switches calling off when the request allows no tool call', async () => {
+    server.script([{ text: 'final answer' }]);
+    await model().generate(request({ toolChoice: 'none' }));
+    expect(server.requests[0]?.tools).to.deep.equal([{ functionDeclarations: [{ name: 'list_campaigns', description: 'Every campaign.' }] }]);
+    expect(server.requests[0]?.toolConfig).to.deep.equal({ functionCallingConfig: { mode: 'NONE' } });
   });
 
   it('sends the system prompt as systemInstruction', async () => {
@@ -315,6 +361,82 @@ describe('GeminiModel against a fake Gemini server', () => {
     const error = await rejection(model().generate(request()));
     expect(error).to.be.instanceOf(ModelError);
     expect((error as ModelError).message).to.equal('Gemini returned no candidates');
+  });
+
+  describe('finish reasons', () => {
+    const answer = (finishReason: string, parts: unknown[] = []) => ({
+      body: { candidates: [{ content: { role: 'model', parts }, finishReason, index: 0 }], usageMetadata: { promptTokenCount: 40, candidatesTokenCount: 3, thoughtsTokenCount: 900 } },
+    });
+
+    it('given MAX_TOKENS after some text, then the turn is that text marked truncated', async () => {
+      server.script([{ text: 'Your three worst campaigns are: 1.', finishReason: 'MAX_TOKENS' }]);
+      const turn = await model().generate(request());
+      expect(turn.parts).to.deep.equal([{ kind: 'text', text: 'Your three worst campaigns are: 1.' }]);
+      expect(turn.truncated).to.equal(true);
+    });
+
+    it('given MAX_TOKENS before any answer (thinking used it up), then a ModelError carrying the tokens spent', async () => {
+      server.script([answer('MAX_TOKENS')]);
+      const error = await rejection(model().generate(request()));
+      expect(error).to.be.instanceOf(ModelError);
+      expect((error as ModelError).message).to.equal('Gemini used up its output-token limit before answering (finish reason MAX_TOKENS)');
+      expect((error as ModelError).usage).to.deep.equal({ input_tokens: 40, output_tokens: 903 });
+    });
+
+    it('given UNEXPECTED_TOOL_CALL, then a ModelError saying so', async () => {
+      server.script([answer('UNEXPECTED_TOOL_CALL')]);
+      const error = await rejection(model().generate(request({ toolChoice: 'none' })));
+      expect(error).to.be.instanceOf(ModelError);
+      expect((error as ModelError).message).to.equal('Gemini called a tool when it was not allowed to (finish reason UNEXPECTED_TOOL_CALL)');
+    });
+
+    it('given OTHER with no content, then a ModelError saying so', async () => {
+      server.script([answer('OTHER')]);
+      const error = await rejection(model().generate(request()));
+      expect(error).to.be.instanceOf(ModelError);
+      expect((error as ModelError).message).to.equal('Gemini ended without an answer (finish reason OTHER)');
+    });
+  });
+
+  describe('usage', () => {
+    const withUsage = (usageMetadata: Record<string, unknown>) => ({
+      body: { candidates: [{ content: { role: 'model', parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata },
+    });
+
+    it('counts thinking tokens as output and tool-use prompt tokens as input, as Gemini bills them', async () => {
+      server.script([{ text: 'hi', usage: { input: 10, output: 2, thoughts: 5000, toolUsePrompt: 7 } }]);
+      expect((await model().generate(request())).usage).to.deep.equal({ input_tokens: 17, output_tokens: 5002 });
+    });
+
+    it('counts 0 for a count that is not a non-negative finite number', async () => {
+      server.script([withUsage({ promptTokenCount: '10', candidatesTokenCount: -4, thoughtsTokenCount: 1e400, toolUsePromptTokenCount: null })]);
+      expect((await model().generate(request())).usage).to.deep.equal({ input_tokens: 0, output_tokens: 0 });
+    });
+  });
+
+  describe('malformed function calls', () => {
+    const calling = (functionCall: unknown) => ({ body: { candidates: [{ content: { role: 'model', parts: [{ functionCall }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 4 } } });
+    const rows: [string, unknown, string][] = [
+      ['an empty name', { name: '', args: {} }, 'Gemini produced a malformed function call: its name is empty'],
+      ['a name that is not a string', { name: 42, args: {} }, 'Gemini produced a malformed function call: its name is a number, not a string'],
+      ['a name over 128 characters', { name: 'x'.repeat(129) }, 'Gemini produced a malformed function call: its name is 129 characters long (at most 128)'],
+      ['arguments as a string', { name: 'list_campaigns', args: '{"a":1}' }, 'Gemini produced a malformed function call: the arguments of list_campaigns are a string, not an object'],
+      ['arguments as an array', { name: 'list_campaigns', args: [1, 2] }, 'Gemini produced a malformed function call: the arguments of list_campaigns are an array, not an object'],
+    ];
+    for (const [label, functionCall, message] of rows) {
+      it(`given a call with ${label}, then a ModelError carrying the tokens spent`, async () => {
+        server.script([calling(functionCall)]);
+        const error = await rejection(model().generate(request()));
+        expect(error).to.be.instanceOf(ModelError);
+        expect((error as ModelError).message).to.equal(message);
+        expect((error as ModelError).usage).to.deep.equal({ input_tokens: 12, output_tokens: 4 });
+      });
+    }
+
+    it('takes null arguments as none', async () => {
+      server.script([calling({ name: 'list_campaigns', args: null })]);
+      expect((await model().generate(request())).parts).to.deep.equal([{ kind: 'function_call', call: { name: 'list_campaigns', args: {} } }]);
+    });
   });
 
   it('skips thought summaries and keeps text and calls in order', async () => {

@@ -14,13 +14,23 @@ export interface FakeFunctionCall {
   readonly thoughtSignature?: string;
 }
 
+/** Token counts of an answer, sent as usageMetadata. */
+export interface FakeUsage {
+  readonly input: number;
+  readonly output: number;
+  /** Sent as thoughtsTokenCount: what a thinking model (Gemini 2.5+) spent thinking, billed as output. */
+  readonly thoughts?: number;
+  /** Sent as toolUsePromptTokenCount, billed as input. */
+  readonly toolUsePrompt?: number;
+}
+
 /** One scripted answer. */
 export type FakeStep =
   /** A 200 answer: text first, then the calls. */
   | {
       readonly text?: string;
       readonly functionCalls?: readonly FakeFunctionCall[];
-      readonly usage?: { readonly input: number; readonly output: number };
+      readonly usage?: FakeUsage;
       /** Default STOP. */
       readonly finishReason?: string;
     }
@@ -28,6 +38,8 @@ export type FakeStep =
   | { readonly promptBlocked: string }
   /** A 200 answer with exactly this JSON body. */
   | { readonly body: unknown }
+  /** A 200 answer with exactly this text as its body: JSON no object serialises to, such as a number 1e400. */
+  | { readonly raw: string }
   /** An API error. `retryDelay` (e.g. "0.2s") adds a google.rpc.RetryInfo detail, as Gemini's 429s have. */
   | { readonly status: number; readonly message: string; readonly retryDelay?: string }
   /** Waits, then plays `then` (unless the client hung up meanwhile). */
@@ -48,6 +60,10 @@ const STATUS_NAMES: Readonly<Record<number, string>> = {
   503: 'UNAVAILABLE',
 };
 
+/** What Gemini 3 answers (400 INVALID_ARGUMENT) when a function call it signed comes back without its thoughtSignature. */
+export const MISSING_THOUGHT_SIGNATURE_MESSAGE =
+  'Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance.';
+
 export class FakeGeminiServer {
   /** Every generateContent body received, in order (including ones refused for a bad key). */
   readonly requests: FakeRequestBody[] = [];
@@ -56,9 +72,18 @@ export class FakeGeminiServer {
   private steps: FakeStep[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly apiKey: string;
+  private readonly requireThoughtSignatures: boolean;
+  /** The thoughtSignature of each signed function call answered, by name and arguments. */
+  private readonly signatures = new Map<string, string>();
 
-  constructor(options: { apiKey?: string } = {}) {
+  /**
+   * @param options.requireThoughtSignatures answer 400 as Gemini 3 does when a function call
+   *   this server signed comes back in a later request without its signature (default true).
+   *   The 400 consumes no scripted step.
+   */
+  constructor(options: { apiKey?: string; requireThoughtSignatures?: boolean } = {}) {
     this.apiKey = options.apiKey ?? FAKE_GEMINI_API_KEY;
+    this.requireThoughtSignatures = options.requireThoughtSignatures ?? true;
   }
 
   /** Replaces the answers still to give; each request consumes one step. */
@@ -125,6 +150,12 @@ export class FakeGeminiServer {
       return;
     }
 
+    const unsigned = this.requireThoughtSignatures ? this.unsignedCallIn(body) : null;
+    if (unsigned) {
+      sendError(res, 400, `${MISSING_THOUGHT_SIGNATURE_MESSAGE} Additional data, function call \`default_api:${unsigned.name}\` , position ${unsigned.position}.`);
+      return;
+    }
+
     const step = this.steps.shift();
     if (!step) {
       sendError(res, 500, `fake Gemini: script exhausted at request #${this.requests.length}`);
@@ -152,7 +183,15 @@ export class FakeGeminiServer {
       sendError(res, step.status, step.message, details);
       return;
     }
+    if ('raw' in step) {
+      this.rememberSignatures(JSON.parse(step.raw));
+      if (res.destroyed) return;
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      res.end(step.raw);
+      return;
+    }
     if ('body' in step) {
+      this.rememberSignatures(step.body);
       sendJson(res, 200, step.body);
       return;
     }
@@ -171,20 +210,63 @@ export class FakeGeminiServer {
         ...(call.thoughtSignature !== undefined ? { thoughtSignature: call.thoughtSignature } : {}),
       });
     }
-    sendJson(res, 200, {
+    const body = {
       candidates: [{ content: { role: 'model', parts }, finishReason: step.finishReason ?? 'STOP', index: 0 }],
-      ...(step.usage
-        ? {
-            usageMetadata: {
-              promptTokenCount: step.usage.input,
-              candidatesTokenCount: step.usage.output,
-              totalTokenCount: step.usage.input + step.usage.output,
-            },
-          }
-        : {}),
+      ...(step.usage ? { usageMetadata: usageMetadata(step.usage) } : {}),
       modelVersion: 'fake',
-    });
+    };
+    this.rememberSignatures(body);
+    sendJson(res, 200, body);
   }
+
+  private rememberSignatures(body: unknown): void {
+    for (const part of candidatePartsOf(body)) {
+      if (part.functionCall && typeof part.thoughtSignature === 'string') this.signatures.set(callKey(part.functionCall), part.thoughtSignature);
+    }
+  }
+
+  /** The first model function call of `body` this server signed that came back without that signature. */
+  private unsignedCallIn(body: FakeRequestBody): { name: string; position: number } | null {
+    let position = 0;
+    for (const content of body.contents as { role?: string; parts?: WirePart[] }[]) {
+      for (const part of content.parts ?? []) {
+        position++;
+        if (content.role !== 'model' || !part.functionCall) continue;
+        const signature = this.signatures.get(callKey(part.functionCall));
+        if (signature !== undefined && part.thoughtSignature !== signature) return { name: String(part.functionCall.name), position };
+      }
+    }
+    return null;
+  }
+}
+
+/** A part as it travels, in either direction. */
+interface WirePart {
+  readonly text?: string;
+  readonly functionCall?: { readonly name?: unknown; readonly args?: unknown };
+  readonly thoughtSignature?: string;
+}
+
+function candidatePartsOf(body: unknown): WirePart[] {
+  const candidates = (body as { candidates?: { content?: { parts?: WirePart[] } }[] } | null)?.candidates;
+  return Array.isArray(candidates) ? (candidates[0]?.content?.parts ?? []) : [];
+}
+
+/** A call's identity across turns: its name and arguments (sent back as `{}` when Gemini omitted them). */
+function callKey(call: { readonly name?: unknown; readonly args?: unknown }): string {
+  return JSON.stringify([call.name, call.args ?? {}]);
+}
+
+function usageMetadata(usage: FakeUsage): Record<string, number> {
+  const thoughts = usage.thoughts ?? 0;
+  const toolUsePrompt = usage.toolUsePrompt ?? 0;
+  return {
+    promptTokenCount: usage.input,
+    candidatesTokenCount: usage.output,
+    ...(usage.thoughts !== undefined ? { thoughtsTokenCount: thoughts } : {}),
+    ...(usage.toolUsePrompt !== undefined ? { toolUsePromptTokenCount: toolUsePrompt } : {}),
+    totalTokenCount: usage.input + usage.output + thoughts + toolUsePrompt,
+  };
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

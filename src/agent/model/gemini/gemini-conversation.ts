@@ -1,20 +1,24 @@
 import type { Content, GenerateContentResponse, Part } from '@google/generative-ai';
-import type { ConversationEntry, ModelPart } from '../model-port.ts';
+import { ModelError, type ConversationEntry, type ModelPart, type ModelUsage } from '../model-port.ts';
 
 /**
  * Mapping between the port's conversation and Gemini `contents`, both ways.
  *
  * Thought signatures: thinking models (Gemini 2.5+) attach an opaque `thoughtSignature` to
  * function-call parts, and Gemini 3 answers 400 when a function call comes back without it.
- * The port's `ModelPart` has no field for it, so the signature is remembered against the part
- * object we handed out (the agent loop sends the very same objects back in the next turn).
- * A conversation rebuilt from stored events loses the signatures; carrying them would need an
- * opaque field on the port's `ModelPart`.
+ * It travels as the part's `signature`, a plain field every wrapper of the model copies (an
+ * identity-keyed side table was lost as soon as SanitizingModel rebuilt the parts). A
+ * conversation rebuilt from stored events has none: signatures are never recorded.
  */
-const thoughtSignatures = new WeakMap<ModelPart, string>();
 
 /** `Part` as the REST API has it; SDK 0.24's typings predate `thought` and `thoughtSignature`. */
 type WirePart = Part & { thought?: boolean; thoughtSignature?: string };
+
+/**
+ * Longest function name taken from Gemini: its declarations allow 64 characters, and a name
+ * goes back to it in every later turn of the run.
+ */
+const MAX_FUNCTION_NAME_LENGTH = 128;
 
 /** Gemini `contents` for the port's conversation. Entries left with no parts are dropped: Gemini rejects empty `parts`. */
 export function toGeminiContents(conversation: readonly ConversationEntry[]): Content[] {
@@ -46,25 +50,26 @@ function toContent(entry: ConversationEntry): Content {
 function toGeminiPart(part: ModelPart): Part[] {
   if (part.kind === 'text') return part.text ? [{ text: part.text }] : [];
   const wire: WirePart = { functionCall: { name: part.call.name, args: part.call.args } };
-  const signature = thoughtSignatures.get(part);
-  if (signature !== undefined) wire.thoughtSignature = signature;
+  if (part.signature !== undefined) wire.thoughtSignature = part.signature;
   return [wire];
 }
 
 /**
  * The model's parts, in the order Gemini produced them: text and function calls. Thought
  * summaries and part kinds we never ask for (code execution, inline data) are skipped.
+ *
+ * @throws ModelError for a function call the run could neither run nor answer (Gemini needs
+ *   the call's name in its response): a name that is not a non-empty string of at most 128
+ *   characters, or arguments that are not an object. The run ends agent_error, as for
+ *   Gemini's own MALFORMED_FUNCTION_CALL.
  */
 export function fromGeminiParts(parts: readonly Part[]): ModelPart[] {
   const result: ModelPart[] = [];
   for (const part of parts as readonly WirePart[]) {
     if (part.thought) continue;
     if (part.functionCall) {
-      // Gemini omits `args` entirely for a call without arguments.
-      const args = (part.functionCall.args ?? {}) as Record<string, unknown>;
-      const modelPart: ModelPart = { kind: 'function_call', call: { name: part.functionCall.name, args } };
-      if (part.thoughtSignature) thoughtSignatures.set(modelPart, part.thoughtSignature);
-      result.push(modelPart);
+      const { name, args } = wellFormedCall(part.functionCall as unknown as Record<string, unknown>);
+      result.push({ kind: 'function_call', call: { name, args }, ...(typeof part.thoughtSignature === 'string' ? { signature: part.thoughtSignature } : {}) });
     } else if (typeof part.text === 'string' && part.text !== '') {
       result.push({ kind: 'text', text: part.text });
     }
@@ -72,10 +77,40 @@ export function fromGeminiParts(parts: readonly Part[]): ModelPart[] {
   return result;
 }
 
-/** Token counts of one response; 0 for what Gemini did not report. */
-export function usageOf(response: GenerateContentResponse): { input_tokens: number; output_tokens: number } {
+/** The call's name and arguments, checked: the SDK hands on whatever JSON the response held. */
+function wellFormedCall(call: Record<string, unknown>): { name: string; args: Record<string, unknown> } {
+  const { name, args } = call;
+  const malformed = (what: string) => new ModelError(`Gemini produced a malformed function call: ${what}`);
+  if (typeof name !== 'string') throw malformed(`its name is ${kindOf(name)}, not a string`);
+  if (name === '') throw malformed('its name is empty');
+  if (name.length > MAX_FUNCTION_NAME_LENGTH) throw malformed(`its name is ${name.length} characters long (at most ${MAX_FUNCTION_NAME_LENGTH})`);
+  // Gemini omits `args` entirely for a call without arguments.
+  if (args === undefined || args === null) return { name, args: {} };
+  if (typeof args !== 'object' || Array.isArray(args)) throw malformed(`the arguments of ${name} are ${kindOf(args)}, not an object`);
+  return { name, args: args as Record<string, unknown> };
+}
+
+/** What a JSON value is, in words. */
+function kindOf(value: unknown): string {
+  if (value === null || value === undefined) return 'missing';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+/**
+ * Token counts of one response, as Gemini bills them: thinking tokens (`thoughtsTokenCount`)
+ * are output tokens, and the prompt of a tool Gemini ran itself (`toolUsePromptTokenCount`)
+ * input tokens. A count that is missing, not a number, negative or not finite counts 0:
+ * usage is recorded in the run's outcome, whose schema takes only non-negative integers.
+ */
+export function usageOf(response: GenerateContentResponse): ModelUsage {
+  const metadata = (response.usageMetadata ?? {}) as Record<string, unknown>;
   return {
-    input_tokens: response.usageMetadata?.promptTokenCount ?? 0,
-    output_tokens: response.usageMetadata?.candidatesTokenCount ?? 0,
+    input_tokens: tokenCount(metadata.promptTokenCount) + tokenCount(metadata.toolUsePromptTokenCount),
+    output_tokens: tokenCount(metadata.candidatesTokenCount) + tokenCount(metadata.thoughtsTokenCount),
   };
+}
+
+function tokenCount(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }

@@ -1,5 +1,6 @@
 import {
   FinishReason,
+  FunctionCallingMode,
   GoogleGenerativeAI,
   type FunctionDeclaration,
   type GenerateContentRequest,
@@ -7,7 +8,7 @@ import {
   type GenerativeModel,
 } from '@google/generative-ai';
 import type { AgentIdentity } from '../../../events/catalogue/index.ts';
-import { ModelError, type ModelClient, type ModelRequest, type ModelTurn, type ToolDeclaration } from '../model-port.ts';
+import { ModelError, type ModelClient, type ModelPart, type ModelRequest, type ModelTurn, type ToolDeclaration } from '../model-port.ts';
 import { abortReason, raceAbort, sleep } from './abortable.ts';
 import { fromGeminiParts, toGeminiContents, usageOf } from './gemini-conversation.ts';
 import { classifyGeminiFailure, type GeminiFailure } from './gemini-errors.ts';
@@ -40,6 +41,12 @@ const BLOCKED_FINISH_REASONS: ReadonlySet<string> = new Set([
   FinishReason.PROHIBITED_CONTENT,
   FinishReason.SPII,
 ]);
+
+/** Finish reasons of a complete answer. */
+const PLAIN_FINISH_REASONS: ReadonlySet<string> = new Set([FinishReason.STOP, FinishReason.FINISH_REASON_UNSPECIFIED]);
+
+/** A finish reason newer than SDK 0.24's enum: the model called a tool although none could be called. */
+const UNEXPECTED_TOOL_CALL = 'UNEXPECTED_TOOL_CALL';
 
 /**
  * The model port over Google's Gemini API (`@google/generative-ai`). One `generate` is one
@@ -96,9 +103,12 @@ export class GeminiModel implements ModelClient {
     return {
       contents: toGeminiContents(request.conversation),
       ...(request.system ? { systemInstruction: request.system } : {}),
-      // No tools at all (rather than an empty list) when the run has used its tool calls, so
-      // the model can only answer in text.
+      // No tools at all rather than an empty list, which Gemini refuses.
       ...(functionDeclarations.length > 0 ? { tools: [{ functionDeclarations }] } : {}),
+      // Once the run has used its tool calls the declarations stay (the conversation is full of
+      // calls to them) but calling is switched off: with the tools simply left out, Gemini may
+      // still call one and end its answer UNEXPECTED_TOOL_CALL instead of answering.
+      ...(functionDeclarations.length > 0 && request.toolChoice === 'none' ? { toolConfig: { functionCallingConfig: { mode: FunctionCallingMode.NONE } } } : {}),
     };
   }
 
@@ -135,22 +145,42 @@ export class GeminiModel implements ModelClient {
   }
 }
 
+/**
+ * One candidate's answer as the port's turn. Only STOP (or no reason) is a plain answer;
+ * MAX_TOKENS is one cut off, and every other finish reason that leaves the run nothing to go
+ * on with is a ModelError carrying the tokens the answer cost.
+ */
 function toModelTurn(response: GenerateContentResponse): ModelTurn {
+  const usage = usageOf(response);
+  const fail = (message: string): never => {
+    throw new ModelError(message, undefined, { usage });
+  };
   const candidate = response.candidates?.[0];
   if (!candidate) {
     const feedback = response.promptFeedback;
-    if (feedback?.blockReason) {
-      throw new ModelError(`Gemini blocked the prompt (${feedback.blockReason})${feedback.blockReasonMessage ? `: ${feedback.blockReasonMessage}` : ''}`);
-    }
-    throw new ModelError('Gemini returned no candidates');
+    if (feedback?.blockReason) fail(`Gemini blocked the prompt (${feedback.blockReason})${feedback.blockReasonMessage ? `: ${feedback.blockReasonMessage}` : ''}`);
+    return fail('Gemini returned no candidates');
   }
-  if (candidate.finishReason && BLOCKED_FINISH_REASONS.has(candidate.finishReason)) {
-    throw new ModelError(`Gemini blocked the answer (finish reason ${candidate.finishReason})${candidate.finishMessage ? `: ${candidate.finishMessage}` : ''}`);
-  }
-  if (candidate.finishReason === FinishReason.MALFORMED_FUNCTION_CALL) {
-    throw new ModelError(`Gemini produced a malformed function call${candidate.finishMessage ? `: ${candidate.finishMessage}` : ''}`);
-  }
+  const reason: string | undefined = candidate.finishReason;
+  const detail = candidate.finishMessage ? `: ${candidate.finishMessage}` : '';
+  if (reason && BLOCKED_FINISH_REASONS.has(reason)) fail(`Gemini blocked the answer (finish reason ${reason})${detail}`);
+  if (reason === FinishReason.MALFORMED_FUNCTION_CALL) fail(`Gemini produced a malformed function call${detail}`);
+  // Gemini called a tool it was not allowed to (none offered, or calling switched off).
+  if (reason === UNEXPECTED_TOOL_CALL) fail(`Gemini called a tool when it was not allowed to (finish reason ${reason})${detail}`);
   // Parts are read directly rather than through response.text()/functionCalls(): those split
   // text from calls and lose the order the model produced them in.
-  return { parts: fromGeminiParts(candidate.content?.parts ?? []), usage: usageOf(response) };
+  let parts: ModelPart[];
+  try {
+    parts = fromGeminiParts(candidate.content?.parts ?? []);
+  } catch (error) {
+    if (error instanceof ModelError) return fail(error.message);
+    throw error;
+  }
+  if (reason === FinishReason.MAX_TOKENS) {
+    // Thinking can use up the whole output budget before a word of the answer is written.
+    if (parts.length === 0) fail('Gemini used up its output-token limit before answering (finish reason MAX_TOKENS)');
+    return { parts, usage, truncated: true };
+  }
+  if (reason && !PLAIN_FINISH_REASONS.has(reason) && parts.length === 0) fail(`Gemini ended without an answer (finish reason ${reason})${detail}`);
+  return { parts, usage };
 }

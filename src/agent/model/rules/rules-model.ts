@@ -40,7 +40,8 @@ export class RulesModel implements ModelClient {
     const brief = request.conversation.find((e) => e.role === 'user');
     const intents = intentsOf(brief?.role === 'user' ? brief.text : '');
     const data = readAccountData(request.conversation);
-    const offered = new Set(request.tools.map((t) => t.name));
+    // Tools it may not call are not offered: it answers.
+    const offered = new Set(request.toolChoice === 'none' ? [] : request.tools.map((t) => t.name));
     const budgetLeft = 10 - data.calls.length;
 
     const parts = this.nextCalls(intents, data, offered, budgetLeft);
