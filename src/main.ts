@@ -66,7 +66,7 @@ function describeStartupError(error: unknown, host: string, port: number): strin
   }
   const code = (error as { code?: string }).code;
   if (code === 'EADDRINUSE') return `port ${port} on ${host} is already in use; stop what holds it or set PORT`;
-  if (code === 'EACCES') return `not allowed to listen on ${host}:${port}; choose a port above 1024 with PORT`;
+  if (code === 'EACCES' && (error as { syscall?: string }).syscall === 'listen') return `not allowed to listen on ${host}:${port}; choose a port above 1024 with PORT`;
   if (code === 'ENOTFOUND' || code === 'EADDRNOTAVAIL' || code === 'EAI_AGAIN') {
     return `cannot listen on HOST ${host}: it is not an address of this machine (${code}); set HOST to one, e.g. 127.0.0.1, or 0.0.0.0 for every interface`;
   }

@@ -319,7 +319,7 @@ async function main(): Promise<number> {
       infra = reader;
       return command === 'audit verify' ? await runAuditVerify(reader, config, parsed.values, parsed.values.json ?? false) : await runEventsTail(reader, parsed.values);
     }
-    const full = await openInfrastructure(config, 'adsagent-cli', { notice: warn });
+    const full = await openInfrastructure(config, 'adsagent-cli', { notice: warn, createSigningKey: false });
     infra = full;
     return (await run(parsed.positionals, parsed.values, parsed.values.json ?? false, full, config)) ?? 0;
   } catch (error) {

@@ -46,13 +46,15 @@ export interface InfrastructureOptions {
   readonly publicKeyFiles?: readonly string[];
   /** Told when a read of the stream stalled (its consumer's server went away) and went on with a new consumer. */
   readonly onReadStall?: (stall: ReadStall) => void;
+  /** Make a development signing key when there is none (default true: the service; the CLI never does). */
+  readonly createSigningKey?: boolean;
 }
 
 export async function openInfrastructure(config: Config, clientName: string, options: InfrastructureOptions = {}): Promise<Infrastructure> {
   // Key files first: a missing or wrong key is a configuration problem, reported before any connection.
   const loaded = options.publicKeyFiles
     ? publicKeysOnly(options.publicKeyFiles)
-    : loadSigningKeys(config, process.cwd(), options.notice ?? ((message) => process.stderr.write(`${message}\n`)));
+    : loadSigningKeys(config, process.cwd(), options.notice ?? ((message) => process.stderr.write(`${message}\n`)), { create: options.createSigningKey ?? true });
   const nc = await connectNats(config, clientName);
   let database: DatabaseHandle | undefined;
   try {

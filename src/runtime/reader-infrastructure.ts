@@ -46,7 +46,7 @@ export interface ReaderOptions {
 export async function openReaderInfrastructure(config: Config, clientName: string, options: ReaderOptions): Promise<ReaderInfrastructure> {
   const keys = options.publicKeyFiles
     ? publicKeysOnly(options.publicKeyFiles).keys
-    : loadSigningKeys(config, process.cwd(), options.notice ?? ((message) => process.stderr.write(`${message}\n`))).keys;
+    : loadSigningKeys(config, process.cwd(), options.notice ?? ((message) => process.stderr.write(`${message}\n`)), { create: false }).keys;
   const nc = await connectNats(config, clientName);
   let database: DatabaseHandle | undefined;
   try {

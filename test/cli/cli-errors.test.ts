@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CURRENT_VERSION } from '../../src/events/catalogue/index.ts';
 import { runCli } from '../support/cli.ts';
 import { loadWorkspace } from '../../commands/queries.ts';
@@ -21,6 +24,21 @@ describe('adsagent errors say what to do next', function () {
       expect(result.stdout).to.equal('');
       expect(result.stderr).to.include("unknown event type 'NoSuchType'");
       for (const type of Object.keys(CURRENT_VERSION)) expect(result.stderr).to.include(type);
+    });
+
+    it('run where the service keeps no signing key (and without EVENT_SIGNING_KEY_FILE), a reading or a writing command makes no key of its own: it names where the key is, exit 1', async () => {
+      const elsewhere = mkdtempSync(join(tmpdir(), 'adsagent-nokey-'));
+      try {
+        for (const args of [['audit', 'verify'], ['events', 'tail'], ['keys', 'export-public'], ['workspace', 'create', '--name', 'Elsewhere']]) {
+          const result = await runCli(config, args, 60_000, { EVENT_SIGNING_KEY_FILE: '' }, elsewhere);
+          expect(result.code, args.join(' ')).to.equal(1);
+          expect(result.stderr, args.join(' ')).to.include(`no event signing key at ${join(elsewhere, '.adsagent')}`).and.include('set EVENT_SIGNING_KEY_FILE');
+          expect(result.stderr, args.join(' ')).to.not.include('generated a new event signing key');
+        }
+        expect(existsSync(join(elsewhere, '.adsagent'))).to.equal(false);
+      } finally {
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
     });
 
     it('an unknown command is refused without connecting: exit 2 and the list of commands, even with NATS unreachable', async () => {

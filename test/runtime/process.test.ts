@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { dropIsolated, isolatedConfig, testSigningKeyFile } from '../support/isolation.ts';
 import { freePort, PrivateNats } from '../support/private-nats.ts';
 
@@ -10,10 +13,11 @@ interface Exited {
 }
 
 /** Runs `src/main.ts` as a user would (Node strips the types), with the given environment. */
-function startMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['src/main.ts'], {
+function startMain(env: Record<string, string>, cwd?: string) {
+  const child = spawn(process.execPath, [resolve('src/main.ts')], {
     env: { ...process.env, LOG_LEVEL: 'info', EVENT_SIGNING_KEY_FILE: testSigningKeyFile(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
   });
   let stdout = '';
   let stderr = '';
@@ -136,6 +140,20 @@ describe('the service process', function () {
       for (const part of says) expect(lines[0]).to.include(part);
     });
   }
+
+  it('explains a directory where its development signing key cannot be made in one line naming EVENT_SIGNING_KEY_FILE (not as a port problem), exit 1', async () => {
+    const blocked = mkdtempSync(join(tmpdir(), 'adsagent-keydir-'));
+    try {
+      writeFileSync(join(blocked, '.adsagent'), 'a file where the key directory would go');
+      const exited = await startMain({ ...envOf(isolatedConfig('process-keydir'), await freePort()), EVENT_SIGNING_KEY_FILE: '' }, blocked).exited;
+      expect(exited.code).to.equal(1);
+      const lines = exited.stderr.trim().split('\n');
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include(`cannot create ${join(blocked, '.adsagent')} for a new event signing key`).and.include('EVENT_SIGNING_KEY_FILE').and.not.include('PORT');
+    } finally {
+      rmSync(blocked, { recursive: true, force: true });
+    }
+  });
 
   it('explains an unreachable Postgres in one line and exits 1', async () => {
     const config = isolatedConfig('process-nopg');

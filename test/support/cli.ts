@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import type { Config } from '../../src/config/config.ts';
 
 export interface CliResult {
@@ -32,15 +33,19 @@ export function serviceEnv(config: Config): Record<string, string> {
   };
 }
 
-/** Runs `bin/adsagent.js` as a user would. */
-export function runCli(config: Config, args: readonly string[], timeoutMs = 60_000, extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  const { child, done } = spawnCli(config, args, extraEnv);
+/** Runs `bin/adsagent.js` as a user would (from `cwd`, default the checkout). */
+export function runCli(config: Config, args: readonly string[], timeoutMs = 60_000, extraEnv: Record<string, string> = {}, cwd?: string): Promise<CliResult> {
+  const { child, done } = spawnCli(config, args, extraEnv, cwd);
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return done.finally(() => clearTimeout(timer));
 }
 
-export function spawnCli(config: Config, args: readonly string[], extraEnv: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['bin/adsagent.js', ...args], { env: { ...process.env, ...serviceEnv(config), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnCli(config: Config, args: readonly string[], extraEnv: Record<string, string> = {}, cwd?: string) {
+  const child = spawn(process.execPath, [resolve('bin/adsagent.js'), ...args], {
+    env: { ...process.env, ...serviceEnv(config), ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));

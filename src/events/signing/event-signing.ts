@@ -23,8 +23,8 @@ export interface LoadedSigningKeys {
  * announced through `notice` in one line) and the retired public keys.
  * @throws SigningKeyError
  */
-export function loadSigningKeys(config: SigningKeyConfig, cwd: string, notice: (message: string) => void): LoadedSigningKeys {
-  const { key, path, generated } = loadOrCreatePrivateKey(config.eventSigningKeyFile, cwd);
+export function loadSigningKeys(config: SigningKeyConfig, cwd: string, notice: (message: string) => void, options: { readonly create?: boolean } = {}): LoadedSigningKeys {
+  const { key, path, generated } = loadOrCreatePrivateKey(config.eventSigningKeyFile, cwd, options);
   const signer = new EventSigner(key);
   if (generated) notice(`generated a new event signing key ${signer.keyId} in ${path} (development only: production must set EVENT_SIGNING_KEY_FILE)`);
   const retired = config.eventSigningRetiredPublicKeys ? readPublicKeys(config.eventSigningRetiredPublicKeys) : [];

@@ -63,14 +63,31 @@ export function readPrivateKeyFile(path: string): KeyObject {
 /**
  * The signing key of this process: EVENT_SIGNING_KEY_FILE when set (it must exist: a typo
  * must not silently start a new key), otherwise DEFAULT_SIGNING_KEY_FILE under `cwd`,
- * generated on first use with mode 0600.
+ * generated on first use with mode 0600 when `create` (the service; the CLI never makes one:
+ * events it signed with a key of its own would be refused by the service as untrusted, and a
+ * reader would take the service's events for forgeries).
+ *
+ * @throws SigningKeyError
  */
-export function loadOrCreatePrivateKey(configuredFile: string | undefined, cwd: string): { key: KeyObject; path: string; generated: boolean } {
+export function loadOrCreatePrivateKey(
+  configuredFile: string | undefined,
+  cwd: string,
+  options: { readonly create?: boolean } = {},
+): { key: KeyObject; path: string; generated: boolean } {
   if (configuredFile) return { key: readPrivateKeyFile(configuredFile), path: configuredFile, generated: false };
   const path = join(cwd, DEFAULT_SIGNING_KEY_FILE);
   if (existsSync(path)) return { key: readPrivateKeyFile(path), path, generated: false };
+  if (options.create === false) {
+    throw new SigningKeyError(
+      `no event signing key at ${path}: the service makes it at its first start in the directory it runs from; run adsagent from that directory, or set EVENT_SIGNING_KEY_FILE to the service's key file`,
+    );
+  }
   const { privateKey } = generateKeyPairSync('ed25519');
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new SigningKeyError(`cannot create ${dirname(path)} for a new event signing key (${(error as NodeJS.ErrnoException).code ?? String(error)}): start from a directory this user may write, or set EVENT_SIGNING_KEY_FILE to a key file`, { cause: error });
+  }
   // 'wx': two processes starting at once must not both write; the loser reads the winner's key.
   try {
     writeFileSync(path, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' });
