@@ -31,8 +31,11 @@ export interface DemoWorkspace {
   /** The demo run, finished. */
   readonly run_id: string;
   readonly run_status: string;
-  /** A second run kept queued by a pause of the workspace's run starts, for the cancel example; null with --hold 0. */
-  readonly held_run: { readonly id: string; readonly queued_until: string } | null;
+  /**
+   * A run kept queued for the cancel example, in a workspace of its own whose run starts are
+   * paused (the demo workspace's runs start at once); null with --hold 0.
+   */
+  readonly held_run: { readonly id: string; readonly queued_until: string; readonly workspace_id: string; readonly write_key: string } | null;
   /** Every example, in the order to try them, with the status each answers. */
   readonly examples: { name: string; description: string; method: string; url: string; expect_status: number; curl: string }[];
   /** Each example's curl by name (the same commands as `examples`). */
@@ -85,16 +88,21 @@ export async function createDemo(infra: Infrastructure, baseUrl: string, options
   const campaigns = (await api.expect(200, 'GET', `/api/v1/accounts/${account}/campaigns`, read)).data as Campaign[];
   const target = targetChange(campaigns);
 
-  // A run that stays queued long enough to cancel: the workspace's run starts are paused
-  // (an operator command, `adsagent workspace pause-runs`), then the run is created.
+  // A run that stays queued long enough to cancel: in a workspace of its own whose run starts
+  // are paused (an operator command, `adsagent workspace pause-runs`), so that runs a reader
+  // starts in the demo workspace with its keys (README, "Calling the API") start at once.
   let heldRun: DemoWorkspace['held_run'] = null;
   if (holdSeconds > 0) {
-    const paused = await pauseRunStarts(infra, workspaceId, holdSeconds, 'demo: keeps a run queued for the cancel example');
-    const held = await api.expect(202, 'POST', '/api/v1/runs', write, { brief: 'Which campaigns spent the most last week?', project_id: accounts[3]!.id });
-    heldRun = { id: held.id as string, queued_until: paused.value.run_starts_paused_until ?? '' };
+    const heldWorkspace = (await createWorkspace(infra, 'Demo workspace (a run held for cancel)')).value.id;
+    const heldAccount = (await createAccount(infra, heldWorkspace, 'Held run account (sandbox)', 'sandbox')).value.id;
+    const heldKey = (await issueKey(infra, heldWorkspace, 'write', 'demo held run')).value.key;
+    await untilKeyWorks(api, heldKey);
+    const paused = await pauseRunStarts(infra, heldWorkspace, holdSeconds, 'demo: keeps a run queued for the cancel example');
+    const held = await api.expect(202, 'POST', '/api/v1/runs', heldKey, { brief: 'Which campaigns spent the most last week?', project_id: heldAccount });
+    heldRun = { id: held.id as string, queued_until: paused.value.run_starts_paused_until ?? '', workspace_id: heldWorkspace, write_key: heldKey };
   }
 
-  const examples = buildExamples({ base: api.baseUrl, account, otherAccount: accounts[1]!.id, runId: run.id, heldRunId: heldRun?.id ?? null, actions, target, keys: { read, write, admin } });
+  const examples = buildExamples({ base: api.baseUrl, account, otherAccount: accounts[1]!.id, runId: run.id, held: heldRun, actions, target, keys: { read, write, admin } });
   return {
     workspace_id: workspaceId,
     accounts,
@@ -160,8 +168,8 @@ interface ExampleIds {
   readonly account: string;
   readonly otherAccount: string;
   readonly runId: string;
-  /** The run kept queued for the cancel example, or null (then cancel is shown on the finished demo run). */
-  readonly heldRunId: string | null;
+  /** The run kept queued for the cancel example, with its workspace's write key; null: cancel is shown on the finished demo run. */
+  readonly held: { readonly id: string; readonly write_key: string } | null;
   readonly actions: readonly { id: string }[];
   readonly target: { campaign: Campaign; body: Record<string, unknown> };
   readonly keys: { readonly read: string; readonly write: string; readonly admin: string };
@@ -185,13 +193,13 @@ function buildExamples(ids: ExampleIds): HttpExample[] {
     { name: 'kill_switch', description: "the workspace's kill switch", method: 'GET', url: `${base}/api/v1/workspace/kill-switch`, headers: auth(keys.read), expectStatus: 200 },
     { name: 'kill_switch_engage', description: 'stop every apply in the workspace at once (admin key)', method: 'POST', url: `${base}/api/v1/workspace/kill-switch/engage`, headers: auth(keys.admin), body: { reason: 'Demo: trying the kill switch' }, expectStatus: 200 },
     { name: 'kill_switch_release', description: 'release it again (admin key)', method: 'POST', url: `${base}/api/v1/workspace/kill-switch/release`, headers: auth(keys.admin), expectStatus: 200 },
-    ids.heldRunId
+    ids.held
       ? {
           name: 'cancel_run',
-          description: 'cancel the queued run the demo keeps waiting (its workspace\'s run starts are paused): 200, status canceled',
+          description: 'cancel the queued run the demo keeps waiting (in a workspace of its own whose run starts are paused, with its key): 200, status canceled',
           method: 'DELETE',
-          url: `${base}/api/v1/runs/${ids.heldRunId}`,
-          headers: auth(keys.write),
+          url: `${base}/api/v1/runs/${ids.held.id}`,
+          headers: auth(ids.held.write_key),
           expectStatus: 200,
         }
       : {
@@ -204,7 +212,7 @@ function buildExamples(ids: ExampleIds): HttpExample[] {
         },
     {
       name: 'start_read_run',
-      description: `a read key may start a run too: it answers questions and proposes nothing${ids.heldRunId ? ' (it starts when the demo\'s pause of run starts ends)' : ''}`,
+      description: 'a read key may start a run too: it answers questions and proposes nothing',
       method: 'POST', url: `${base}/api/v1/runs`, headers: auth(keys.read), body: { brief: 'How did my campaigns do in the last 30 days?', project_id: ids.otherAccount }, expectStatus: 202 },
     { name: 'openapi', description: 'the OpenAPI 3.1 document (no key needed)', method: 'GET', url: `${base}/api/v1/openapi.json`, headers: {}, expectStatus: 200 },
   ];
@@ -219,7 +227,7 @@ export function describeDemo(demo: DemoWorkspace): string {
     `admin key   ${demo.admin_key}`,
     `demo run    ${demo.run_id}  ${demo.run_status}`,
     ...(demo.held_run
-      ? [`held run    ${demo.held_run.id}  queued until ${demo.held_run.queued_until} (run starts paused; \`adsagent workspace resume-runs ${demo.workspace_id}\` ends it)`]
+      ? [`held run    ${demo.held_run.id}  queued until ${demo.held_run.queued_until} (in workspace ${demo.held_run.workspace_id}, whose run starts are paused; \`adsagent workspace resume-runs ${demo.held_run.workspace_id}\` ends it)`]
       : []),
     '',
     'Try every endpoint (keys are shown once; keep them). Each curl answers the status in brackets:',

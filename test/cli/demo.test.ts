@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { parseCurl, sendCurl } from '../docs/curl-request.ts';
 import { runCli } from '../support/cli.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService } from '../support/test-service.ts';
 
 describe('adsagent demo (a real run, then a curl for every endpoint)', function () {
@@ -19,7 +20,7 @@ describe('adsagent demo (a real run, then a curl for every endpoint)', function 
       run_id: string;
       run_status: string;
       accounts: { platform: string }[];
-      held_run: { id: string; queued_until: string } | null;
+      held_run: { id: string; queued_until: string; workspace_id: string; write_key: string } | null;
       write_key: string;
       read_key: string;
       examples: { name: string; expect_status: number; curl: string }[];
@@ -27,12 +28,21 @@ describe('adsagent demo (a real run, then a curl for every endpoint)', function 
     };
     expect(demo.run_status).to.equal('succeeded');
     expect(demo.accounts.map((a) => a.platform)).to.deep.equal(['sandbox', 'sandbox', 'none', 'sandbox']);
-    // The cancel example has a queued run to cancel: the demo paused its workspace's run starts.
+    // The cancel example has a queued run to cancel, in a workspace of its own whose run starts are paused.
     expect(demo.held_run).to.not.equal(null);
     expect(Date.parse(demo.held_run!.queued_until)).to.be.greaterThan(Date.now() + 60_000);
-    expect(demo.curl.cancel_run).to.include(demo.held_run!.id);
-    const held = await svc.request('GET', `/api/v1/runs/${demo.held_run!.id}`, { key: demo.read_key });
+    expect(demo.curl.cancel_run).to.include(demo.held_run!.id).and.include(demo.held_run!.write_key);
+    const held = await svc.request('GET', `/api/v1/runs/${demo.held_run!.id}`, { key: demo.held_run!.write_key });
     expect(((await held.json()) as { status: string }).status).to.equal('queued');
+    // The demo workspace itself is not paused: a run a reader starts there with the demo's keys
+    // (README, "Calling the API") finishes at once.
+    const readerRun = await svc.request('POST', '/api/v1/runs', { key: demo.write_key, body: { brief: 'How did my campaigns do?', project_id: (demo.accounts[1] as unknown as { id: string }).id } });
+    expect(readerRun.status).to.equal(202);
+    const readerRunId = ((await readerRun.json()) as { id: string }).id;
+    await eventually(async () => {
+      const polled = await svc.request('GET', `/api/v1/runs/${readerRunId}`, { key: demo.read_key });
+      expect(((await polled.json()) as { status: string }).status).to.equal('succeeded');
+    }, 20_000);
     // Every endpoint of the API, each with the ids of the demo (no placeholder left to fill in).
     expect(demo.examples.map((e) => e.name)).to.include.members([
       'poll_run',
@@ -61,7 +71,7 @@ describe('adsagent demo (a real run, then a curl for every endpoint)', function 
     const statuses = ((await approvals.json()) as { data: { status: string }[] }).data.map((a) => a.status);
     expect(statuses).to.include('rejected');
     expect(statuses.some((s) => s === 'approved' || s === 'applying' || s === 'applied')).to.equal(true);
-    const canceled = await svc.request('GET', `/api/v1/runs/${demo.held_run!.id}`, { key: demo.read_key });
+    const canceled = await svc.request('GET', `/api/v1/runs/${demo.held_run!.id}`, { key: demo.held_run!.write_key });
     expect(((await canceled.json()) as { status: string; duration_ms: number | null })).to.include({ status: 'canceled' });
   });
 
