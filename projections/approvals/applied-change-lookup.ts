@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import type { ActionKind } from '../../src/events/catalogue/index.ts';
 import { BUDGET_AND_TARGET_KINDS, type PolicyContext } from '../../src/policy/classify-action.ts';
-import type { AppliedChangeLookup } from '../../src/policy/policy-context.ts';
+import type { AppliedChangeLookup, CampaignTies } from '../../src/policy/policy-context.ts';
 
 /**
  * Which changes count for the learning period:
@@ -42,20 +42,31 @@ export class ApprovalsAppliedChangeLookup implements AppliedChangeLookup {
    * `appliedAt` is when the change was applied, or, for a change not live yet (`decided`), when
    * it was last decided on (proposed, approved, claimed): the read model's `updated_at`.
    */
-  async lastAppliedChange(accountId: string, campaignId: string, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']> {
+  async lastAppliedChange(accountId: string, campaign: CampaignTies, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']> {
+    const { campaignId, portfolioId, sharedBudgetId } = campaign;
     const row = await this.db
       .selectFrom('approvals')
-      .select(['id', 'kind', 'updated_at'])
+      .select(['id', 'kind', 'updated_at', 'portfolio_id', 'shared_budget_id', sql<string | null>`params->>'campaign_id'`.as('campaign_id')])
       .where('account_id', '=', accountId)
       .where(this.count === 'applied' ? sql<boolean>`status = 'applied'` : decidedBefore(exceptActionId))
       .where('kind', 'in', [...BUDGET_AND_TARGET_KINDS])
-      .where(sql<string>`params->>'campaign_id'`, '=', campaignId)
+      // The campaign's own changes, and those made through a setting it shares with others.
+      .where((eb) =>
+        eb.or([
+          eb(sql<string>`params->>'campaign_id'`, '=', campaignId),
+          ...(portfolioId !== null ? [eb('portfolio_id', '=', portfolioId)] : []),
+          ...(sharedBudgetId !== null ? [eb('shared_budget_id', '=', sharedBudgetId)] : []),
+        ]),
+      )
       .where('updated_at', '>=', since)
       .$if(exceptActionId !== undefined, (qb) => qb.where('id', '!=', exceptActionId as string))
       .orderBy('updated_at', 'desc')
       .limit(1)
       .executeTakeFirst();
-    return row ? { actionId: row.id, kind: row.kind as ActionKind, appliedAt: new Date(row.updated_at).toISOString() } : null;
+    if (!row) return null;
+    const recent = { actionId: row.id, kind: row.kind as ActionKind, appliedAt: new Date(row.updated_at).toISOString() };
+    if (row.campaign_id === campaignId) return recent;
+    return { ...recent, through: row.portfolio_id !== null && row.portfolio_id === portfolioId ? { portfolioId: row.portfolio_id } : { sharedBudgetId: row.shared_budget_id ?? '' } };
   }
 }
 

@@ -12,7 +12,8 @@ export const APPROVALS_PROJECTION = 'approvals';
 /** Every action of every account with its current status: the approvals view. */
 export const approvalsProjection: Projection = {
   name: APPROVALS_PROJECTION,
-  version: 3,
+  // 4: portfolio_id and shared_budget_id, what else a budget or target change moves (the learning period).
+  version: 4,
   tables: ['approvals'],
 
   async createTables(db: Kysely<any>) {
@@ -39,6 +40,10 @@ export const approvalsProjection: Projection = {
       .addColumn('created_at', 'timestamptz', (c) => c.notNull())
       .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
+      // The portfolio strategy a target change sets, the shared budget a budget change sets: they
+      // move every campaign on them, which the learning period counts (applied-change-lookup.ts).
+      .addColumn('portfolio_id', 'text')
+      .addColumn('shared_budget_id', 'text')
       .execute();
     await db.schema.createIndex('approvals_account').on('approvals').columns(['account_id', 'proposed_seq']).execute();
   },
@@ -100,6 +105,7 @@ export const approvalsProjection: Projection = {
           created_at: event.time,
           updated_at: event.time,
           last_seq: seq,
+          ...sharedSettingsOf(event.data.kind, event.data.based_on),
         };
         inserted.push(record);
         insertedRows.add(record);
@@ -122,6 +128,7 @@ export const approvalsProjection: Projection = {
             policy_reasons: after.policy_reasons,
             edited_at: event.time,
             edited_by: `${event.actor.kind}:${event.actor.id}`,
+            ...sharedSettingsOf(row.kind, after.based_on),
           });
           break;
         }
@@ -162,7 +169,8 @@ export const approvalsProjection: Projection = {
         update approvals set
           summary = r.summary, params = r.params, risk_tier = r.risk_tier, policy_reasons = r.policy_reasons, status = r.status,
           status_reason = r.status_reason, original = r.original, edited_at = r.edited_at, edited_by = r.edited_by,
-          apply_attempts = r.apply_attempts, updated_at = r.updated_at, last_seq = r.last_seq
+          apply_attempts = r.apply_attempts, updated_at = r.updated_at, last_seq = r.last_seq,
+          portfolio_id = r.portfolio_id, shared_budget_id = r.shared_budget_id
         from json_to_recordset(${JSON.stringify([...updated])}::json) as r(${APPROVAL_COLUMNS})
         where approvals.id = r.id
       `.execute(trx);
@@ -193,6 +201,20 @@ interface ApprovalRecord {
   created_at: string;
   updated_at: string;
   last_seq: number;
+  portfolio_id: string | null;
+  shared_budget_id: string | null;
+}
+
+/**
+ * The shared settings a change writes to, from its basis: a target change of a campaign on a
+ * portfolio strategy sets the portfolio's target, a budget change of a shared budget sets that
+ * budget. Bases are hostile JSON like every event's data: anything but a string id is none.
+ */
+function sharedSettingsOf(kind: string, basedOn: unknown): Pick<ApprovalRecord, 'portfolio_id' | 'shared_budget_id'> {
+  const basis = (typeof basedOn === 'object' && basedOn !== null ? basedOn : {}) as { portfolio_id?: unknown; shared_budget?: { id?: unknown } | null };
+  const portfolio = kind === 'set_target_cpa' || kind === 'set_target_roas' ? basis.portfolio_id : undefined;
+  const budget = kind === 'set_campaign_budget' ? basis.shared_budget?.id : undefined;
+  return { portfolio_id: typeof portfolio === 'string' ? portfolio : null, shared_budget_id: typeof budget === 'string' ? budget : null };
 }
 
 const APPROVAL_COLUMN_TYPES: readonly (readonly [keyof ApprovalRecord, string])[] = [
@@ -200,7 +222,7 @@ const APPROVAL_COLUMN_TYPES: readonly (readonly [keyof ApprovalRecord, string])[
   ['reason', 'text'], ['params', 'jsonb'], ['risk_tier', 'text'], ['disposition', 'text'], ['policy_reasons', 'jsonb'],
   ['status', 'text'], ['status_reason', 'text'], ['original', 'jsonb'], ['edited_at', 'timestamptz'], ['edited_by', 'text'],
   ['apply_attempts', 'integer'], ['proposed_seq', 'bigint'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-  ['last_seq', 'bigint'],
+  ['last_seq', 'bigint'], ['portfolio_id', 'text'], ['shared_budget_id', 'text'],
 ];
 const APPROVAL_COLUMN_NAMES = sql.raw(APPROVAL_COLUMN_TYPES.map(([name]) => name).join(', '));
 /** The approvals columns as `json_to_recordset` reads them from the JSON of ApprovalRecords. */

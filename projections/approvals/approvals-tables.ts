@@ -26,6 +26,10 @@ export interface ApprovalsTable {
   created_at: ColumnType<Date, string, never>;
   updated_at: ColumnType<Date, string, string>;
   last_seq: number;
+  /** The portfolio strategy a target change sets (it moves every campaign on it); null otherwise. */
+  portfolio_id: string | null;
+  /** The shared budget a budget change sets (it moves every campaign on it); null otherwise. */
+  shared_budget_id: string | null;
 }
 
 /** The version of an action before it was edited, kept for reference. */

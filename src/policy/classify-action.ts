@@ -41,7 +41,13 @@ export interface PolicyContext {
    */
   readonly dayBaseline: number | null;
   /** The latest budget or target change this service applied to the campaign within the learning period, if any. */
-  readonly recentChange: { readonly actionId: string; readonly kind: ActionKind; readonly appliedAt: string } | null;
+  readonly recentChange: {
+    readonly actionId: string;
+    readonly kind: ActionKind;
+    readonly appliedAt: string;
+    /** Set when the change was made through a setting the campaign shares (made through another campaign on it). */
+    readonly through?: { readonly portfolioId: string } | { readonly sharedBudgetId: string };
+  } | null;
 }
 
 export const NO_POLICY_CONTEXT: PolicyContext = { dayBaseline: null, recentChange: null };
@@ -79,9 +85,15 @@ function dayAndLearningReasons(kind: (typeof BUDGET_AND_TARGET_KINDS)[number], c
     }
   }
   if (context.recentChange) {
-    const { kind: recentKind, appliedAt, actionId } = context.recentChange;
+    const { kind: recentKind, appliedAt, actionId, through } = context.recentChange;
+    const field = FIELD_LABEL[recentKind as keyof typeof FIELD_LABEL] ?? 'settings';
+    const what = !through
+      ? `the campaign's ${field}`
+      : 'portfolioId' in through
+        ? `the ${field} of portfolio strategy ${through.portfolioId}, which the campaign bids on`
+        : `shared budget ${through.sharedBudgetId}, which the campaign draws on`;
     reasons.push(
-      `learning period: this service changed the campaign's ${FIELD_LABEL[recentKind as keyof typeof FIELD_LABEL] ?? 'settings'} at ${appliedAt} (action ${actionId}); ` +
+      `learning period: this service changed ${what} at ${appliedAt} (action ${actionId}); ` +
         `no budget or target change is safe within ${POLICY_LIMITS.learningPeriodDays} days of another`,
     );
   }

@@ -7,7 +7,7 @@ import { CampaignNotFoundError } from '../platform/platform-errors.ts';
 import { budgetBasisOf, type ActionDraft } from './action-draft.ts';
 import { classifyAction } from './classify-action.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
-import { PolicyContextReader, type AppliedChangeLookup } from './policy-context.ts';
+import { PolicyContextReader, tiesOf, type AppliedChangeLookup, type KnownTies } from './policy-context.ts';
 import { targetChangeDraft } from './target-change-draft.ts';
 import { clipText } from '../text/clip-text.ts';
 
@@ -18,10 +18,22 @@ async function editedDraft(
   action: ActionState,
   params: Record<string, unknown>,
   now: Date,
-): Promise<{ draft: ActionDraft; summary: string }> {
+): Promise<{ draft: ActionDraft; summary: string; ties: KnownTies }> {
   const campaignId = String(params.campaign_id);
   const campaign: Campaign | null = await platform.getCampaign(account, campaignId);
   if (!campaign) throw new CampaignNotFoundError(campaignId);
+  return { ...(await measuredDraft(platform, account, action, params, now, campaign)), ties: tiesOf(campaign) };
+}
+
+async function measuredDraft(
+  platform: AdsPlatform,
+  account: PlatformAccountRef,
+  action: ActionState,
+  params: Record<string, unknown>,
+  now: Date,
+  campaign: Campaign,
+): Promise<{ draft: ActionDraft; summary: string }> {
+  const campaignId = campaign.id;
   switch (action.kind) {
     case 'add_negative_keywords': {
       const keywords = params.keywords as { text: string; match_type: MatchType }[];
@@ -88,8 +100,8 @@ export class EditReview {
     // Refuses a forbidden edit before anything is read from the platform.
     const params = editedParams(action.kind, action.params, edit);
     const now = this.clock();
-    const { draft, summary } = await editedDraft(this.platform, input.account, action, params, now);
-    const context = await this.context.read(input.workspaceId, input.accountId, draft, now, { exceptActionId: input.actionId });
+    const { draft, summary, ties } = await editedDraft(this.platform, input.account, action, params, now);
+    const context = await this.context.read(input.workspaceId, input.accountId, draft, now, { exceptActionId: input.actionId, ties });
     const classification = classifyAction(draft, context);
     return {
       edit,

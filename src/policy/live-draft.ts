@@ -3,16 +3,34 @@ import { last30Days } from '../agent/tools/date-range.ts';
 import type { AdsPlatform, Campaign, MatchType, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { budgetBasisOf, targetBasisOf, type ActionDraft } from './action-draft.ts';
 import { negativeKeywordBasis } from './negative-keyword-basis.ts';
+import { tiesOf, type KnownTies } from './policy-context.ts';
 
 /**
  * The draft of a recorded action rebuilt from the platform's live values: the same change
  * (`params`), measured against what the account looks like now. The apply worker classifies
  * it again before an auto-applied action goes live. Null when a campaign or keyword the
- * action needs is gone (the apply re-check reports that).
+ * action needs is gone (the apply re-check reports that). With it, the campaign's portfolio and
+ * shared budget as they are now (the learning period counts changes made through them).
  */
-export async function liveDraft(platform: AdsPlatform, account: PlatformAccountRef, action: ActionState, now: Date): Promise<ActionDraft | null> {
+export async function liveDraft(platform: AdsPlatform, account: PlatformAccountRef, action: ActionState, now: Date): Promise<{ draft: ActionDraft; ties: KnownTies } | null> {
+  let ties: KnownTies = {};
+  const campaignOf = async (id: string): Promise<Campaign | null> => {
+    const campaign = await platform.getCampaign(account, id);
+    if (campaign) ties = tiesOf(campaign);
+    return campaign;
+  };
+  const draft = await draftOf(platform, account, action, now, campaignOf);
+  return draft ? { draft, ties } : null;
+}
+
+async function draftOf(
+  platform: AdsPlatform,
+  account: PlatformAccountRef,
+  action: ActionState,
+  now: Date,
+  campaignOf: (id: string) => Promise<Campaign | null>,
+): Promise<ActionDraft | null> {
   const params = action.params as Record<string, any>;
-  const campaignOf = (id: string): Promise<Campaign | null> => platform.getCampaign(account, id);
   const range = last30Days(now);
   switch (action.kind) {
     case 'add_negative_keywords': {

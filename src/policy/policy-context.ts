@@ -2,6 +2,7 @@ import { loadQuota } from '../../commands/queries.ts';
 import type { Aggregates } from '../../commands/shared/aggregates.ts';
 import { bandKey, type AutoApplyTouch, type BandedField } from '../../commands/quota/auto-apply-quota.ts';
 import type { ActionDraft } from './action-draft.ts';
+import type { Campaign } from '../platform/ads-platform.ts';
 import { POLICY_LIMITS, type PolicyContext } from './classify-action.ts';
 
 const DAY_MS = 86_400_000;
@@ -55,12 +56,45 @@ export function autoApplyTouch(draft: ActionDraft): AutoApplyTouch {
 }
 
 /**
+ * A campaign and the settings it shares with other campaigns: a target change of its portfolio
+ * strategy, or a budget change of its shared budget, made through any campaign on them moves it.
+ */
+export interface CampaignTies {
+  readonly campaignId: string;
+  readonly portfolioId: string | null;
+  readonly sharedBudgetId: string | null;
+}
+
+/** What of a campaign's ties the caller read from the platform (the live campaign). */
+export type KnownTies = Partial<Pick<CampaignTies, 'portfolioId' | 'sharedBudgetId'>>;
+
+/** A campaign's ties as the platform shows it. */
+export function tiesOf(campaign: Campaign): KnownTies {
+  return { portfolioId: campaign.bidding_strategy.portfolio?.id ?? null, sharedBudgetId: campaign.shared_budget?.id ?? null };
+}
+
+/**
  * The latest budget or target change this service applied to a campaign since a time, other
- * than `exceptActionId`: the learning period's input. In production the approvals read model
- * answers (projections/approvals/applied-change-lookup.ts); the policy only knows this port.
+ * than `exceptActionId`: the learning period's input. Changes made through its portfolio
+ * strategy or its shared budget (through another campaign on them) count too. In production the
+ * approvals read model answers (projections/approvals/applied-change-lookup.ts); the policy only
+ * knows this port.
  */
 export interface AppliedChangeLookup {
-  lastAppliedChange(accountId: string, campaignId: string, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']>;
+  lastAppliedChange(accountId: string, campaign: CampaignTies, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']>;
+}
+
+/** The ties a draft's basis records: the portfolio of a target change, the shared budget of a budget change. */
+function tiesOfDraft(draft: ActionDraft): KnownTies {
+  switch (draft.kind) {
+    case 'set_target_cpa':
+    case 'set_target_roas':
+      return { portfolioId: draft.based_on.portfolio_id ?? null };
+    case 'set_campaign_budget':
+      return { sharedBudgetId: draft.based_on.shared_budget?.id ?? null };
+    default:
+      return {};
+  }
 }
 
 /**
@@ -82,20 +116,28 @@ export class PolicyContextReader {
    * @param now the learning period is measured back from it, and it names the UTC day of the baseline
    * @param options.day the UTC day whose baseline applies, if not now's (an action applied after its day)
    * @param options.exceptActionId an action not to count as a recent change (the one being classified)
+   * @param options.ties the campaign's portfolio and shared budget as the platform shows them now;
+   *   what is not given is taken from the draft's basis (which records only the one its kind sets)
    */
   async read(
     workspaceId: string,
     accountId: string,
     draft: ActionDraft,
     now: Date,
-    options: { readonly day?: string; readonly exceptActionId?: string } = {},
+    options: { readonly day?: string; readonly exceptActionId?: string; readonly ties?: KnownTies } = {},
   ): Promise<PolicyContext> {
     const banded = bandedChange(draft);
     if (!banded) return { dayBaseline: null, recentChange: null };
     const since = new Date(now.getTime() - POLICY_LIMITS.learningPeriodDays * DAY_MS);
+    const recorded = tiesOfDraft(draft);
+    const campaign: CampaignTies = {
+      campaignId: banded.campaignId,
+      portfolioId: options.ties?.portfolioId ?? recorded.portfolioId ?? null,
+      sharedBudgetId: options.ties?.sharedBudgetId ?? recorded.sharedBudgetId ?? null,
+    };
     const [quota, recentChange] = await Promise.all([
       loadQuota(this.aggregates, workspaceId, accountId, options.day ?? utcDay(now)),
-      this.appliedChanges.lastAppliedChange(accountId, banded.campaignId, since, options.exceptActionId),
+      this.appliedChanges.lastAppliedChange(accountId, campaign, since, options.exceptActionId),
     ]);
     return { dayBaseline: quota.state.bands[bandKey(banded.campaignId, banded.field)]?.baseline ?? null, recentChange };
   }

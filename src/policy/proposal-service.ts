@@ -17,7 +17,7 @@ import type { ActionProposedData, Disposition, RiskTier } from '../events/catalo
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { ActionDraft } from './action-draft.ts';
 import { classifyAction, type Classification } from './classify-action.ts';
-import { autoApplyTouch, PolicyContextReader, utcDay, type AppliedChangeLookup } from './policy-context.ts';
+import { autoApplyTouch, bandedChange, PolicyContextReader, tiesOf, utcDay, type AppliedChangeLookup, type KnownTies } from './policy-context.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
 import { loadWorkspace, loadAccount, loadQuota } from '../../commands/queries.ts';
@@ -125,29 +125,38 @@ export class ProposalService {
   }
 
   /**
-   * A budget draft with whether its budget is shared, read from the platform when the proposer
-   * did not read it (the agent's tool): a shared budget's change moves every campaign on it,
-   * so the policy must never take a budget for the campaign's own without asking. Sandbox
-   * budgets are never shared (`SandboxCampaign`); anything that cannot be read stays unread,
-   * which the policy classifies `review`.
+   * The draft as the policy must see it, with the campaign's ties (its portfolio and shared
+   * budget, read from the platform once for a budget or target change: the learning period
+   * counts changes made through them). A budget draft gets whether its budget is shared, read
+   * from the platform when the proposer did not read it (the agent's tool): a shared budget's
+   * change moves every campaign on it, so the policy must never take a budget for the
+   * campaign's own without asking. Sandbox budgets are never shared (`SandboxCampaign`);
+   * anything that cannot be read stays unread, which the policy classifies `review`.
    */
-  private async withBudgetSharing(request: ProposalRequest): Promise<ActionDraft> {
+  private async measured(request: ProposalRequest): Promise<{ draft: ActionDraft; ties: KnownTies }> {
     const draft = request.draft;
-    if (draft.kind !== 'set_campaign_budget' || draft.based_on.shared_budget !== undefined) return draft;
+    const banded = bandedChange(draft);
+    if (!banded) return { draft, ties: {} };
     const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
     const ref = platformAccountOf(request.accountId, account.state);
-    if (!ref) return draft;
-    if (!this.platform) return ref.platform === 'sandbox' ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft;
-    const campaign = await this.platform.getCampaign(ref, draft.params.campaign_id);
-    return campaign ? { ...draft, based_on: { ...draft.based_on, shared_budget: campaign.shared_budget } } : draft;
+    if (!ref) return { draft, ties: {} };
+    if (!this.platform) {
+      const unshared = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined && ref.platform === 'sandbox';
+      return { draft: unshared ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft, ties: {} };
+    }
+    const campaign = await this.platform.getCampaign(ref, banded.campaignId);
+    if (!campaign) return { draft, ties: {} };
+    const withSharing = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined ? { ...draft, based_on: { ...draft.based_on, shared_budget: campaign.shared_budget } } : draft;
+    return { draft: withSharing, ties: tiesOf(campaign) };
   }
 
   async propose(proposed: ProposalRequest): Promise<ActionRepresentation> {
     // Classified and recorded with what the platform says of the budget, which the apply re-check compares.
-    const request: ProposalRequest = { ...proposed, draft: await this.withBudgetSharing(proposed) };
+    const { draft, ties } = await this.measured(proposed);
+    const request: ProposalRequest = { ...proposed, draft };
     const now = request.meta.now ?? this.clock();
     const meta = { ...request.meta, now };
-    const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now);
+    const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now, { ties });
     const classified = classifyAction(request.draft, context);
     const actionId = request.actionId ?? uuidv7();
     const proposerKeyId = proposerKeyOf(request);

@@ -274,13 +274,14 @@ export class ApplyWorker {
     action: ActionState,
   ): Promise<{ kind: 'safe' } | { kind: 'not-safe'; reason: string } | { kind: 'wait' }> {
     const now = this.options.clock?.() ?? new Date();
-    const draft = await liveDraft(this.options.platform, account, action, now);
-    if (!draft) return { kind: 'not-safe', reason: 'what the action changes no longer exists on the platform' };
+    const live = await liveDraft(this.options.platform, account, action, now);
+    if (!live) return { kind: 'not-safe', reason: 'what the action changes no longer exists on the platform' };
+    const { draft, ties } = live;
     // The learning period reads the approvals read model: it must have seen everything recorded
     // so far, or a change applied a moment ago, or one auto-applied just before this one, would be missed.
     if (bandedChange(draft) && !(await this.barrier.catchUp(APPROVALS_PROJECTION))) return { kind: 'wait' };
     const day = action.proposedAt ? action.proposedAt.slice(0, 10) : undefined;
-    const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId });
+    const context = await this.policyContext.read(workspaceId, accountId, draft, now, { day, exceptActionId: actionId, ties });
     const classification = classifyAction(draft, context);
     if (classification.risk_tier === 'safe') return { kind: 'safe' };
     return { kind: 'not-safe', reason: `no longer safe at apply time (${classification.risk_tier}): ${classification.policy_reasons.join('; ')}` };

@@ -106,7 +106,8 @@ export function clockedProposals(label: string, correlationId: string): ClockedP
     svc = await startTestService(label, { ROLES: 'http,projectors' });
     const infra = svc.service.infrastructure;
     platform = new SandboxPlatform(infra.database.db);
-    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { clock: () => new Date(clocked.at) });
+    // With the platform, as the service builds it: the proposal reads the campaign's portfolio and shared budget.
+    proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db), { clock: () => new Date(clocked.at), platform });
   });
   beforeEach(() => {
     clocked.at = Date.now();

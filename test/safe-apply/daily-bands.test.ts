@@ -137,6 +137,41 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     expect(later.disposition).to.equal('auto_applied');
   });
 
+  it('learning period through a portfolio: after an approved target change of a portfolio strategy, a budget change of another campaign on it is review', async () => {
+    const f = await fixture('bands-portfolio');
+    await startApplyWorker();
+    const all = await clock.platform.listCampaigns(f.account);
+    const a = all.find((c) => c.status === 'enabled' && c.bidding_strategy.portfolio !== null && c.bidding_strategy.target_cpa !== null)!;
+    const portfolio = a.bidding_strategy.portfolio!;
+    const b = all.find((c) => c.id !== a.id && c.status === 'enabled' && portfolio.campaign_ids.includes(c.id))!;
+    expect(b, 'a second enabled campaign on the portfolio').to.not.equal(undefined);
+    const start = a.bidding_strategy.target_cpa!;
+    const portfolioChange = await propose(
+      f,
+      {
+        kind: 'set_target_cpa',
+        params: { campaign_id: a.id, target_cpa: cents(start * 1.3) },
+        based_on: { campaign_status: a.status, strategy_type: a.bidding_strategy.type, portfolio_id: portfolio.id, campaigns_affected: portfolio.campaign_ids.length, target_cpa: start },
+      },
+      false,
+    );
+    const approved = await api(clock.svc, 'POST', `${approvalsPath(f.tenant.accounts.sandbox)}/${portfolioChange.id}/approve`, { key: f.tenant.keys.admin });
+    expect(approved.status).to.equal(200);
+    await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, portfolioChange.id, 'applied');
+
+    clock.at += DAY_MS;
+    const bNow = (await clock.platform.getCampaign(f.account, b.id))!;
+    const budget = await propose(f, budgetDraft(bNow, bNow.daily_budget, cents(bNow.daily_budget * 1.1)));
+    expect(budget.risk_tier, reasons(budget)).to.equal('review');
+    expect(budget.disposition).to.equal('queued');
+    expect(reasons(budget)).to.include(`learning period: this service changed the target CPA of portfolio strategy ${portfolio.id}, which the campaign bids on`);
+    expect(reasons(budget)).to.include(`(action ${portfolioChange.id})`);
+    // A campaign of the account that is not on the portfolio is not held by it.
+    const other = all.find((c) => c.status === 'enabled' && c.bidding_strategy.portfolio === null && c.id !== a.id)!;
+    const unrelated = await propose(f, budgetDraft(other, other.daily_budget, cents(other.daily_budget * 1.1)));
+    expect(reasons(unrelated)).to.not.include('learning period');
+  });
+
   it('negatives and pauses: of 10 concurrent auto-applied negatives touching 3 % of spend each, exactly 3 fit the daily 10 % cap', async () => {
     const f = await fixture('bands-spend');
     const draft = (i: number): ActionDraft => ({

@@ -5,6 +5,8 @@ import type { AdsPlatform, PlatformAccountRef } from '../../src/platform/ads-pla
 import { createPlatform } from '../../src/platform/create-platform.ts';
 import type { ActionDraftOf } from '../../src/policy/action-draft.ts';
 import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { targetChangeDraft } from '../../src/policy/target-change-draft.ts';
+import { approveAction } from '../../commands/action/approve-action.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { recheckAction } from '../../src/workers/apply-recheck.ts';
 import { actionFold, type ActionState } from '../../commands/action/action-state.ts';
@@ -133,6 +135,41 @@ describe('safe-apply: shared campaign budgets (Google Ads)', function () {
       // and nothing changed on Google Ads.
       expect(budgetWrites()).to.deep.equal([]);
       expect(budgetOf('502')).to.equal(80);
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+    }
+  });
+
+  it('learning period through a shared budget: after an approved change of budget 501 through campaign 111, a target change of campaign 666 on it is review', async () => {
+    customer.campaigns.get('666')!.budgetId = '501';
+    try {
+      const budgetChange = await raiseBudget('111', 0.1);
+      expect(budgetChange).to.include({ risk_tier: 'review', disposition: 'queued' });
+      await approveAction(svc.service.infrastructure.commands, {
+        workspaceId,
+        accountId,
+        actionId: budgetChange.id,
+        note: 'both campaigns need it',
+        meta: { actor: { kind: 'operator', id: 'approver' }, correlationId: 'shared-budget' },
+      });
+      await startWorker();
+      await waitForStatus(svc, keys.read, accountId, budgetChange.id, 'applied', 30_000);
+
+      const bags = (await platform.getCampaign(ref, '666'))!;
+      const change = targetChangeDraft(bags, { field: 'target_cpa', value: cents(bags.bidding_strategy.target_cpa! * 1.05) });
+      if (!change.ok) throw new Error('campaign 666 takes no target CPA');
+      const target = await proposals.propose({
+        workspaceId,
+        accountId,
+        runId: null,
+        draft: change.draft,
+        summary: change.summary,
+        reason: 'learning period check',
+        autoApply: true,
+        meta: { actor: { kind: 'api_key', id: keys.write }, correlationId: 'shared-budget' },
+      });
+      expect(target, target.policy_reasons.join(' | ')).to.include({ risk_tier: 'review', disposition: 'queued' });
+      expect(target.policy_reasons.join(' | ')).to.include(`learning period: this service changed shared budget 501, which the campaign draws on`).and.include(`(action ${budgetChange.id})`);
     } finally {
       customer.campaigns.get('666')!.budgetId = '506';
     }
