@@ -7,6 +7,7 @@ import type { ActionState } from './action/action-state.ts';
 import { keyDecider, type KeyState } from './key/key-decider.ts';
 import { quotaDecider, type QuotaState } from './quota/auto-apply-quota.ts';
 import type { Aggregates } from './shared/aggregates.ts';
+import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from './shared/handle.ts';
 import { workspaceDecider, type WorkspaceState } from './workspace/workspace-decider.ts';
 
 /*
@@ -18,6 +19,21 @@ import { workspaceDecider, type WorkspaceState } from './workspace/workspace-dec
 /** @example const { state } = await loadWorkspace(aggregates, workspaceId); if (state.killSwitch.engaged) ... */
 export function loadWorkspace(aggregates: Aggregates, workspaceId: string): Promise<LoadedAggregate<WorkspaceState>> {
   return aggregates.load(workspaceDecider, streams.workspace(workspaceId));
+}
+
+/**
+ * The workspace as the stream's leader has it: read again while the read came from a replica
+ * behind it (direct gets on an R3 stream may be answered by any replica). For the kill switch
+ * right before a change goes live or takes an auto-apply slot: an engage acknowledged a moment
+ * ago must not be missed there. One request to the leader more than {@link loadWorkspace}.
+ */
+export async function loadWorkspaceFromLeader(aggregates: Aggregates, workspaceId: string): Promise<LoadedAggregate<WorkspaceState>> {
+  const subject = aggregates.subjectOf(streams.workspace(workspaceId));
+  for (let reloads = 0; ; reloads++) {
+    const loaded = await loadWorkspace(aggregates, workspaceId);
+    if (reloads >= MAX_STALE_RELOADS || !(await behindLeader(aggregates, subject, loaded.lastSequence))) return loaded;
+    await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
+  }
 }
 
 export function loadKey(aggregates: Aggregates, workspaceId: string, keyId: string): Promise<LoadedAggregate<KeyState>> {

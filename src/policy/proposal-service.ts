@@ -20,7 +20,7 @@ import { classifyAction, type Classification } from './classify-action.ts';
 import { autoApplyTouch, bandedChange, PolicyContextReader, tiesOf, utcDay, type AppliedChangeLookup, type KnownTies } from './policy-context.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
-import { loadWorkspace, loadAccount, loadQuota } from '../../commands/queries.ts';
+import { loadWorkspaceFromLeader, loadAccount, loadQuota } from '../../commands/queries.ts';
 import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from '../../commands/shared/handle.ts';
 import { streams } from '../event-store/subjects.ts';
 
@@ -230,7 +230,8 @@ export class ProposalService {
    * quota aggregate so the cap, bands and spend share hold under any concurrency.
    */
   private async decideDisposition(request: ProposalRequest, classification: Classification, actionId: string, now: Date): Promise<DispositionDecision> {
-    const workspace = await loadWorkspace(this.commands.aggregates, request.workspaceId);
+    // The kill switch as the leader has it: an engage acknowledged a moment ago holds here.
+    const workspace = await loadWorkspaceFromLeader(this.commands.aggregates, request.workspaceId);
     const step = autoApplyGates({
       riskTier: classification.risk_tier,
       policyReasons: classification.policy_reasons,

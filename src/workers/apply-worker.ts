@@ -27,7 +27,7 @@ import { ACK, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage } from '.
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { killSwitchStop } from '../../commands/workspace/kill-switch.ts';
 import { platformAccountOf } from '../../commands/account/platform-account.ts';
-import { loadWorkspace, loadAccount, loadAction } from '../../commands/queries.ts';
+import { loadWorkspaceFromLeader, loadAccount, loadAction } from '../../commands/queries.ts';
 import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
@@ -257,7 +257,7 @@ export class ApplyWorker {
 
   /** The kill switch's reason when it is engaged (it stops auto-applied actions only), read again at each look. */
   private async killSwitchStops(workspaceId: string): Promise<string | null> {
-    return killSwitchStop((await loadWorkspace(this.options.infrastructure.aggregates, workspaceId)).state);
+    return killSwitchStop((await loadWorkspaceFromLeader(this.options.infrastructure.aggregates, workspaceId)).state);
   }
 
   /**

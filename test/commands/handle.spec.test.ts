@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Commands } from '../../commands/command-bus.ts';
-import { loadQuota, loadWorkspace } from '../../commands/queries.ts';
+import { loadQuota, loadWorkspace, loadWorkspaceFromLeader } from '../../commands/queries.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
 import { Aggregates } from '../../commands/shared/aggregates.ts';
 import { CommandContentionError } from '../../commands/shared/handle.ts';
@@ -444,6 +444,17 @@ describe('handle: a decision that nothing is to be done is never taken on a repl
     const engaged = await switchTo(new Commands(new Aggregates(store, subjects, null)), true);
     expect(engaged.appended.map((e) => e.event.type)).to.deep.equal(['KillSwitchEngaged']);
     expect((await loadWorkspace(new Aggregates(store, subjects, null), 'ws')).state.killSwitch.engaged).to.equal(true);
+  });
+
+  it('given the switch just engaged, when the apply worker reads it from the leader on a replica that still shows it released, then it reads it engaged', async () => {
+    const store = new OneBehindReplicaStore();
+    const commands = new Commands(new Aggregates(store, subjects, null));
+    await commands.handle(workspaceDecider, { type: 'CreateWorkspace', workspaceId: 'ws', name: 'w', meta });
+    await switchTo(commands, true);
+    store.lagging = 1;
+    expect((await loadWorkspace(new Aggregates(store, subjects, null), 'ws')).state.killSwitch.engaged, 'a plain read on the replica').to.equal(false);
+    store.lagging = 1;
+    expect((await loadWorkspaceFromLeader(new Aggregates(store, subjects, null), 'ws')).state.killSwitch.engaged).to.equal(true);
   });
 
   it('given the switch engaged in the log too, when it is engaged again, then nothing is appended (the leader has nothing newer)', async () => {
