@@ -14,6 +14,8 @@ export interface AccountsTable {
   name: string;
   platform: PlatformKind;
   sandbox_seed: number | null;
+  /** The Google Ads customer (ten digits) of a google-ads account; null for others. */
+  google_ads_customer_id: string | null;
   created_at: ColumnType<Date, string, string>;
   last_seq: number;
 }

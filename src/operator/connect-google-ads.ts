@@ -23,9 +23,25 @@ export interface GoogleAdsConnection {
 }
 
 /**
+ * The Google Ads customer is already an account of this service. The safe-apply policy's
+ * limits (20 auto-applied changes a day, the day bands, the spend-share cap, the learning
+ * period) count per account: a customer connected twice would get them twice.
+ */
+export class GoogleAdsCustomerConnectedError extends Error {
+  constructor(customerId: string, accountId: string, workspaceId: string) {
+    super(
+      `Google Ads customer ${customerId} is already connected as account ${accountId} (workspace ${workspaceId}); ` +
+        'use that account (adsagent account reconnect ACCOUNT replaces its refresh token): connected twice, it would get the safe-apply limits twice',
+    );
+    this.name = 'GoogleAdsCustomerConnectedError';
+  }
+}
+
+/**
  * Creates a Google Ads account. The refresh token is proven at the token endpoint first (a
  * wrong one is refused before anything is written), then sealed into platform_credentials;
- * the AccountCreated event records only the platform and the customer ids.
+ * the AccountCreated event records only the platform and the customer ids. A customer is
+ * connected once (GoogleAdsCustomerConnectedError).
  */
 export async function connectGoogleAdsAccount(infra: Infrastructure, connection: GoogleAdsConnection): Promise<OperatorResult<{ id: string }>> {
   const customerId = normaliseCustomerId(connection.customerId, '--customer-id');
@@ -33,6 +49,14 @@ export async function connectGoogleAdsAccount(infra: Infrastructure, connection:
   const workspace = await loadWorkspace(infra.aggregates, connection.workspaceId);
   if (!workspace.state.exists) throw new WorkspaceNotFoundError(connection.workspaceId);
   if (!infra.config.credentialsKey) throw new CredentialsKeyMissingError('so the refresh token could not be stored');
+  // The identity read model after everything stored so far: an account connected a moment ago counts.
+  await waitForProjection(infra.database.db, identityProjection.name, await infra.store.lastSequence(), 5000);
+  const connected = await infra.database.db
+    .selectFrom('accounts')
+    .select(['id', 'workspace_id'])
+    .where('google_ads_customer_id', '=', customerId)
+    .executeTakeFirst();
+  if (connected) throw new GoogleAdsCustomerConnectedError(customerId, connected.id, connected.workspace_id);
   await exchangeRefreshToken(infra.config.googleAds, connection.refreshToken);
 
   const accountId = uuidv7();

@@ -75,6 +75,24 @@ describe('adsagent account create --platform google-ads', function () {
     expect(result.stdout + result.stderr + accounts.stderr).not.to.include(refreshToken);
   });
 
+  it('refuses a customer already connected, in this workspace or another, naming its account: exit 1, before calling Google, nothing recorded', async () => {
+    const other = JSON.parse((await runCli(svc.config, ['workspace', 'create', '--name', 'Second agency', '--json'])).stdout).id as string;
+    const before = await svc.service.infrastructure.store.lastSequence();
+    const exchanges = fake.tokenExchanges;
+    for (const [workspace, customer] of [[workspaceId, '1234567890'], [other, '123-456-7890']]) {
+      const result = await runCli(
+        svc.config,
+        ['account', 'create', '--workspace', workspace!, '--name', 'Acme again', '--platform', 'google-ads', '--customer-id', customer!, '--refresh-token-file', tokenFile(fake.issueRefreshToken())],
+        60_000,
+        env,
+      );
+      expect(result.code, result.stderr).to.equal(1);
+      expect(result.stderr).to.match(/Google Ads customer 1234567890 is already connected as account [0-9a-f-]{36} \(workspace [0-9a-f-]{36}\)/).and.include('adsagent account reconnect');
+    }
+    expect(fake.tokenExchanges).to.equal(exchanges);
+    expect(await svc.service.infrastructure.store.lastSequence()).to.equal(before);
+  });
+
   it('once a Google Ads account exists, a service without CREDENTIALS_KEY refuses to start, saying why', async () => {
     const error = await startService({ ...svc.config, credentialsKey: undefined, roles: ['projectors'] }, createLogger('silent')).catch((e: unknown) => e as ConfigError);
     expect(error).to.be.instanceOf(ConfigError);
@@ -83,7 +101,7 @@ describe('adsagent account create --platform google-ads', function () {
 
   it('reconnects an account with a new refresh token, checked first; the old one is replaced', async () => {
     const first = fake.issueRefreshToken();
-    const created = await create(['--customer-id', '1234567890', '--refresh-token-file', tokenFile(first)]);
+    const created = await create(['--customer-id', '2234567890', '--refresh-token-file', tokenFile(first)]);
     const { id } = JSON.parse(created.stdout) as { id: string };
     fake.revokeRefreshToken(first);
     const refused = await runCli(svc.config, ['account', 'reconnect', id, '--refresh-token-file', tokenFile(first)], 60_000, env);
@@ -98,7 +116,7 @@ describe('adsagent account create --platform google-ads', function () {
 
   it('refuses a refresh token Google refuses: exit 1, the reason, and nothing recorded', async () => {
     const before = await svc.service.infrastructure.store.lastSequence();
-    const result = await create(['--customer-id', '1234567890', '--refresh-token-file', tokenFile('1//not-a-token-google-knows')]);
+    const result = await create(['--customer-id', '3234567890', '--refresh-token-file', tokenFile('1//not-a-token-google-knows')]);
     expect(result.code).to.equal(1);
     expect(result.stderr).to.include('Google refused the refresh token').and.include('invalid_grant').and.not.include('not-a-token-google-knows');
     expect(await svc.service.infrastructure.store.lastSequence()).to.equal(before);
@@ -110,7 +128,7 @@ describe('adsagent account create --platform google-ads', function () {
     const before = await stored();
     const result = await runCli(
       svc.config,
-      ['account', 'create', '--workspace', workspaceId, '--name', 'n'.repeat(300), '--platform', 'google-ads', '--customer-id', '1234567890', '--refresh-token-file', tokenFile(fake.issueRefreshToken())],
+      ['account', 'create', '--workspace', workspaceId, '--name', 'n'.repeat(300), '--platform', 'google-ads', '--customer-id', '4234567890', '--refresh-token-file', tokenFile(fake.issueRefreshToken())],
       60_000,
       env,
     );
@@ -126,11 +144,11 @@ describe('adsagent account create --platform google-ads', function () {
     const badId = await create(['--customer-id', '12-34', '--refresh-token-file', token]);
     expect(badId.code).to.equal(1);
     expect(badId.stderr).to.include('--customer-id must be a Google Ads customer id');
-    const noFile = await create(['--customer-id', '1234567890', '--refresh-token-file', join(dir, 'missing.txt')]);
+    const noFile = await create(['--customer-id', '5234567890', '--refresh-token-file', join(dir, 'missing.txt')]);
     expect(noFile.code).to.equal(2);
     expect(noFile.stderr).to.include('cannot be read (ENOENT)');
     const { CREDENTIALS_KEY: _omitted, ...withoutKey } = env;
-    const noKey = await create(['--customer-id', '1234567890', '--refresh-token-file', token], { ...withoutKey, CREDENTIALS_KEY: '' });
+    const noKey = await create(['--customer-id', '5234567890', '--refresh-token-file', token], { ...withoutKey, CREDENTIALS_KEY: '' });
     expect(noKey.code).to.equal(1);
     expect(noKey.stderr).to.include('CREDENTIALS_KEY is not set');
     expect(fake.tokenExchanges).to.equal(exchanges);
