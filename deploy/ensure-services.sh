@@ -4,6 +4,13 @@
 #
 #   NATS_URL      default nats://127.0.0.1:4222                      (first server of a list)
 #   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/adsagent
+#   ENSURE_SERVICES_WAIT_SECONDS  default 30: how long each wait (a started server to listen,
+#                 PostgreSQL to answer, a login after a pg_hba.conf change) may take in all;
+#                 a deadline, however long a single probe takes (the tests set a few seconds)
+#   NATS_SERVER_BIN  default /usr/sbin/nats-server      } the binaries the test suite starts its
+#   PG_BIN_DIR       default /usr/lib/postgresql/15/bin } own servers from (test/support/private-*.ts):
+#                 only checked, with a warning when missing (the ports may be held by servers
+#                 that are not these binaries, e.g. containers)
 #
 # Only services on 127.0.0.1/localhost are installed or started; other hosts are skipped.
 # Installs missing packages with apt-get (as root, or through sudo), starts nats-server with
@@ -17,9 +24,12 @@ TEST_DATABASE="adsagent_test"
 NATS_BIN=/usr/sbin/nats-server
 NATS_STORE=/var/lib/nats-server
 NATS_LOG=/var/log/nats-server.log
+WAIT_SECONDS="${ENSURE_SERVICES_WAIT_SECONDS:-30}"
 
 say() { printf 'ensure-services: %s\n' "$*"; }
 die() { printf 'ensure-services: error: %s\n' "$*" >&2; exit 1; }
+
+[[ $WAIT_SECONDS =~ ^[1-9][0-9]*$ ]] || die "ENSURE_SERVICES_WAIT_SECONDS must be a whole number of seconds (1 or more), not '$WAIT_SECONDS'"
 
 SUDO=()
 if [[ $(id -u) -ne 0 ]]; then
@@ -53,10 +63,25 @@ is_local() { [[ $1 == 127.0.0.1 || $1 == localhost ]]; }
 # Loopback services are checked on 127.0.0.1 (nats-server is started with -a 127.0.0.1).
 probe_host() { if [[ $1 == localhost ]]; then echo 127.0.0.1; else echo "$1"; fi; }
 port_open() { (: <>"/dev/tcp/$1/$2") 2>/dev/null; }
-wait_port() { # host port seconds
-  local i
-  for ((i = 0; i < $3 * 5; i++)); do port_open "$1" "$2" && return 0; sleep 0.2; done
-  return 1
+port_closed() { ! port_open "$1" "$2"; }
+# Runs "$@" until it succeeds; fails once WAIT_SECONDS have passed. The deadline is on the
+# clock, not a count of attempts: a probe that itself waits (pg_isready against a listener that
+# never answers) must not stretch the wait.
+wait_for() {
+  local deadline=$((SECONDS + WAIT_SECONDS))
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+# What listens on a port: "a process (name, pid N)" when ss can tell (other users' processes
+# only as root), else "something".
+port_holder() {
+  local h=""
+  if command -v ss >/dev/null 2>&1; then
+    h=$( { ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\1, pid \2/p' | head -n 1; } || true)
+  fi
+  if [[ -n $h ]]; then printf 'a process (%s)' "$h"; else printf 'something'; fi
 }
 
 APT_UPDATED=0
@@ -64,11 +89,12 @@ apt_install() {
   command -v apt-get >/dev/null 2>&1 || die "$1 is missing and apt-get is not available; install it yourself"
   if [[ $APT_UPDATED -eq 0 ]]; then
     say "apt-get update"
-    "${SUDO[@]}" apt-get update -qq >/dev/null
+    # DPkg::Lock::Timeout: wait for another apt/dpkg (e.g. unattended-upgrades) to finish.
+    "${SUDO[@]}" apt-get -o DPkg::Lock::Timeout=120 update -qq >/dev/null
     APT_UPDATED=1
   fi
   say "installing $1"
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -qq "$1" >/dev/null
 }
 
 summary=()
@@ -90,7 +116,7 @@ ensure_nats() {
     summary+=("nats $NATS_HOST:$NATS_PORT skipped")
     return
   fi
-  local host i; host=$(probe_host "$NATS_HOST")
+  local host; host=$(probe_host "$NATS_HOST")
   if ! port_open "$host" "$NATS_PORT"; then
     if [[ ! -x $NATS_BIN ]]; then
       apt_install nats-server
@@ -100,7 +126,7 @@ ensure_nats() {
           && command -v systemctl >/dev/null 2>&1; then
         say "disabling the packaged nats-server.service (no JetStream); starting our own server instead"
         "${SUDO[@]}" systemctl disable --now nats-server.service >/dev/null 2>&1 || true
-        for ((i = 0; i < 25; i++)); do port_open "$host" "$NATS_PORT" || break; sleep 0.2; done
+        wait_for port_closed "$host" "$NATS_PORT" || true
       fi
     fi
   fi
@@ -113,15 +139,23 @@ ensure_nats() {
     "${SUDO[@]}" start-stop-daemon --start --oknodo --background \
       --pidfile "/run/ads-nats-server-$NATS_PORT.pid" --make-pidfile \
       --exec "$NATS_BIN" -- -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$NATS_STORE" -l "$NATS_LOG" >/dev/null
-    if ! wait_port "$host" "$NATS_PORT" 20; then
+    if ! wait_for port_open "$host" "$NATS_PORT"; then
       "${SUDO[@]}" tail -n 20 "$NATS_LOG" >&2 2>/dev/null || true
-      die "nats-server did not listen on 127.0.0.1:$NATS_PORT within 20 s (log: $NATS_LOG)"
+      die "nats-server did not listen on 127.0.0.1:$NATS_PORT within $WAIT_SECONDS s (log: $NATS_LOG)"
     fi
   fi
-  if [[ $(nats_jetstream "$host" "$NATS_PORT") == no ]]; then
-    die "the NATS server on $host:$NATS_PORT runs without JetStream; restart it with -js
-  (Debian's nats-server.service does: 'systemctl disable --now nats-server', then run this script again)"
-  fi
+  case $(nats_jetstream "$host" "$NATS_PORT") in
+    yes) ;;
+    no)
+      die "the NATS server on $host:$NATS_PORT runs without JetStream; restart it with -js
+  (Debian's nats-server.service does: 'systemctl disable --now nats-server', then run this script again)" ;;
+    *)
+      # Something accepts connections there but sent no NATS INFO line: the service would fail
+      # with "cannot reach NATS", and this script cannot start nats-server on a taken port.
+      die "port $NATS_PORT on $host is held by $(port_holder "$NATS_PORT") that is not a NATS server:
+  it accepts connections but sent no NATS INFO line within 3 s. Stop what holds the port and run
+  this script again (it then starts nats-server there), or set NATS_URL to a free port." ;;
+  esac
   summary+=("nats $host:$NATS_PORT ok")
 }
 
@@ -174,12 +208,14 @@ ensure_postgres() {
         || die "pg_ctlcluster $ver $name start failed (see /var/log/postgresql/postgresql-$ver-$name.log)"
     fi
   fi
-  local i
-  for ((i = 0; i < 150; i++)); do
-    pg_isready -q -h "$PG_PROBE" -p "$PG_PORT" && break
-    sleep 0.2
-  done
-  pg_isready -q -h "$PG_PROBE" -p "$PG_PORT" || die "PostgreSQL on $PG_PROBE:$PG_PORT not ready after 30 s"
+  # -t 1: one probe of a listener that never answers must not take pg_isready's default 3 s
+  # (libpq makes it 2 s); the deadline of wait_for bounds the whole wait.
+  pg_ready() { pg_isready -q -t 1 -h "$PG_PROBE" -p "$PG_PORT"; }
+  if ! wait_for pg_ready; then
+    die "PostgreSQL on $PG_PROBE:$PG_PORT did not accept connections within $WAIT_SECONDS s; the port is held by $(port_holder "$PG_PORT").
+  If that is not PostgreSQL, stop it and run this script again (it then starts PostgreSQL
+  there), or set DATABASE_URL to another port; if it is, see its log."
+  fi
 
   local err
   if ! err=$(psql_admin -tAc 'select 1' 2>&1 >/dev/null); then
@@ -196,11 +232,8 @@ ensure_postgres() {
       "${SUDO[@]}" sh -c 'cat "$1" > "$2"' sh "$tmp" "$hba"   # keeps owner and mode of $hba
       rm -f "$tmp"
       "${SUDO[@]}" pg_ctlcluster --skip-systemctl-redirect "$ver" "$name" reload
-      for ((i = 0; i < 25; i++)); do
-        err=$(psql_admin -tAc 'select 1' 2>&1 >/dev/null) && break
-        sleep 0.2
-      done
-      [[ $i -lt 25 ]] || die "cannot connect to PostgreSQL as $PG_USER on $PG_PROBE:$PG_PORT after the pg_hba change: $err"
+      pg_login() { err=$(psql_admin -tAc 'select 1' 2>&1 >/dev/null); }
+      wait_for pg_login || die "cannot connect to PostgreSQL as $PG_USER on $PG_PROBE:$PG_PORT after the pg_hba change: $err"
     else
       local hint=""
       [[ $err == *password* || $err == *pg_hba* || $err == *authentication* ]] && hint="
@@ -226,8 +259,26 @@ ensure_tools() {
   command -v openssl >/dev/null 2>&1 || apt_install openssl
 }
 
+# The test suite starts private servers on free ports from these binaries, whoever holds 4222
+# and 5432. When the ports are taken (containers, another install) this script installs nothing,
+# so a missing binary would only show up as failing tests: say so here.
+check_suite_binaries() {
+  local nats_bin="${NATS_SERVER_BIN:-/usr/sbin/nats-server}" pg_dir="${PG_BIN_DIR:-/usr/lib/postgresql/15/bin}" pkg
+  if [[ ! -x $nats_bin ]]; then
+    printf 'ensure-services: warning: %s\n' "$nats_bin is missing: the test suite starts its own nats-servers from it.
+  Install it ('apt-get install nats-server') or set NATS_SERVER_BIN to a nats-server binary." >&2
+  fi
+  if [[ ! -x $pg_dir/postgres || ! -x $pg_dir/initdb ]]; then
+    pkg=postgresql
+    [[ $pg_dir =~ ^/usr/lib/postgresql/([0-9]+)/bin/?$ ]] && pkg="postgresql-${BASH_REMATCH[1]}"
+    printf 'ensure-services: warning: %s\n' "$pg_dir/postgres or $pg_dir/initdb is missing: the test suite starts its own PostgreSQL from them.
+  Install them ('apt-get install $pkg') or set PG_BIN_DIR to the directory that holds them." >&2
+  fi
+}
+
 ensure_tools
 ensure_nats
 ensure_postgres
+check_suite_binaries
 joined=$(printf '%s, ' "${summary[@]}")
 say "${joined%, }"
