@@ -3,6 +3,7 @@ import type { Page, Request } from 'playwright-core';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { approvalOf, campaignsByStrategy, proposeTarget, waitForStatus } from '../safe-apply/helpers.ts';
 import { runCli } from '../support/cli.ts';
+import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { actionCard, signIn, useConsoleBrowser } from './support/console-browser.ts';
 
@@ -60,6 +61,22 @@ describe('console: deciding safely in a browser', function () {
     await signIn(session.page, approvalsUrl(tenant.accounts.sandbox), key);
     // Enabled once the list is read and the key's scope is known.
     await waitEnabled(actionCard(session.page, firstActionId).getByRole('button', { name: 'Approve', exact: true }));
+  };
+
+  /** Elsewhere: the action is approved, then given back to the queue (as the apply worker does on a re-check): a new version. */
+  const approveAndReturnElsewhere = async (tenant: TestTenant, actionId: string) => {
+    expect((await svc.request('POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${actionId}/approve`, { key: tenant.keys.admin, body: {} })).status).to.equal(200);
+    await svc.service.infrastructure.commands.handle(actionDecider, {
+      type: 'FinishApply',
+      workspaceId: tenant.workspaceId,
+      accountId: tenant.accounts.sandbox,
+      actionId,
+      workerId: 'test-worker',
+      claimId: null,
+      result: { kind: 'returned', reason: 'the target changed on the platform' },
+      meta: { actor: { kind: 'worker', id: 'test-worker' }, correlationId: actionId },
+    });
+    await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, actionId, 'returned');
   };
 
   before(async () => {
@@ -236,6 +253,128 @@ describe('console: deciding safely in a browser', function () {
     expect(Date.now() - shownAt, 'waited for Retry-After').to.be.above(1_000);
     expect(probes).to.equal(2);
     expect(await notice.count()).to.equal(0);
+  });
+
+  it('a decision that fails without a verdict says nothing was decided or the answer was lost, and when to decide again; it is never retried', async () => {
+    const tenant = await svc.tenant('no-answer');
+    const action = await propose(tenant);
+    await openApprovals(tenant, tenant.keys.write, action.id);
+    const sent = recordDecisions(session.page);
+    let answer: 'abort' | 'html502' | '429' = 'abort';
+    await session.page.route(`**/approvals/${action.id}/approve`, (route) => {
+      if (answer === 'abort') return route.abort('connectionreset');
+      if (answer === 'html502') return route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>' });
+      return route.fulfill({
+        status: 429,
+        headers: { 'retry-after': '7' },
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'http://api.test/problems/rate-limited', title: 'Too many requests', status: 429, detail: 'This API key is over its request rate; retry after 7 s.' }),
+      });
+    });
+    const approve = actionCard(session.page, action.id).getByRole('button', { name: 'Approve', exact: true });
+    const message = session.page.locator('p.message');
+    const line = session.page.getByRole('list', { name: 'Actions that could not be decided' }).getByRole('listitem');
+
+    await approve.click();
+    await message.filter({ hasText: 'One action may not have been approved:' }).waitFor();
+    let text = await line.textContent();
+    expect(text).to.include(action.summary);
+    expect(text).to.include('The service could not be reached (no answer came back).');
+    expect(text).to.include("Nothing was approved, or it was and the answer was lost: check the action's status in the list (read again just now), and if it is still waiting, decide again.");
+    expect(await session.page.locator('main').textContent()).to.not.include('retries by itself');
+
+    answer = 'html502';
+    await waitEnabled(approve);
+    await approve.click();
+    await line.filter({ hasText: 'A gateway in front of the service answered 502' }).waitFor();
+    text = await line.textContent();
+    expect(text).to.include('A gateway in front of the service answered 502 (bad gateway): the service itself did not answer it, because it is down, restarting or overloaded.');
+    expect(text).to.include('Nothing was approved, or it was and the answer was lost');
+
+    answer = '429';
+    await waitEnabled(approve);
+    await approve.click();
+    await message.filter({ hasText: 'One action could not be approved:' }).waitFor();
+    expect(await line.textContent()).to.include('Too many requests. This API key is over its request rate; retry after 7 s. Nothing was approved: decide again in 7 s.');
+
+    // One request per click: the page never sent a decision again by itself.
+    await session.page.waitForTimeout(500);
+    expect(sent.map((request) => request.decision)).to.deep.equal(['approve', 'approve', 'approve']);
+    expect((await approvalOf(svc, tenant.keys.read, tenant.accounts.sandbox, action.id)).status).to.equal('queued');
+  });
+
+  it('a decision that hangs: after 30 s the page stops waiting, says so, and the action can be decided again', async () => {
+    const tenant = await svc.tenant('hung');
+    const action = await propose(tenant);
+    await session.page.clock.install();
+    await openApprovals(tenant, tenant.keys.write, action.id);
+    await session.page.route(`**/approvals/${action.id}/approve`, () => {
+      // Never answered.
+    });
+    const approve = actionCard(session.page, action.id).getByRole('button', { name: 'Approve', exact: true });
+    await approve.click();
+    await session.page.waitForTimeout(300);
+    expect(await approve.isDisabled(), 'busy while the approve is in flight').to.equal(true);
+    await session.page.clock.fastForward(31_000);
+    const line = session.page.getByRole('list', { name: 'Actions that could not be decided' }).getByRole('listitem');
+    await line.filter({ hasText: 'The service did not answer within 30 s.' }).waitFor();
+    expect(await line.textContent()).to.include('Nothing was approved, or it was and the answer was lost');
+    await waitEnabled(approve);
+  });
+
+  it('Reject and Edit move the focus into the form they open, and Cancel gives it back', async () => {
+    const tenant = await svc.tenant('focus');
+    const action = await propose(tenant);
+    await openApprovals(tenant, tenant.keys.write, action.id);
+    const card = actionCard(session.page, action.id);
+    const focused = (locator: ReturnType<Page['locator']>) => locator.evaluate((element) => element === document.activeElement);
+
+    await card.getByRole('button', { name: 'Reject' }).focus();
+    await session.page.keyboard.press('Enter');
+    await eventually(async () => expect(await focused(card.getByLabel('Reason'))).to.equal(true), 2_000);
+    await card.getByRole('button', { name: 'Cancel' }).click();
+    await eventually(async () => expect(await focused(card.getByRole('button', { name: 'Reject' }))).to.equal(true), 2_000);
+
+    await card.getByRole('button', { name: 'Edit', exact: true }).focus();
+    await session.page.keyboard.press('Enter');
+    await eventually(async () => expect(await focused(card.getByLabel('New target ROAS (%)'))).to.equal(true), 2_000);
+    await card.getByRole('button', { name: 'Cancel edit' }).click();
+    await eventually(async () => expect(await focused(card.getByRole('button', { name: 'Edit', exact: true }))).to.equal(true), 2_000);
+  });
+
+  it('an action that changes after it was selected is unselected, so "Approve selected" never sends a version nobody looked at', async () => {
+    const tenant = await svc.tenant('selection');
+    const action = await propose(tenant);
+    await openApprovals(tenant, tenant.keys.write, action.id);
+    const card = actionCard(session.page, action.id);
+    await card.getByRole('checkbox').check();
+    await session.page.getByRole('button', { name: 'Approve selected (1)' }).waitFor();
+    await approveAndReturnElsewhere(tenant, action.id);
+    await card.getByText('Returned to the queue').waitFor({ timeout: 10_000 });
+    await session.page.getByRole('button', { name: 'Approve selected (0)' }).waitFor();
+    expect(await card.getByRole('checkbox').isChecked()).to.equal(false);
+  });
+
+  it('an edit made on a version that changed meanwhile is sent with that version: nothing is approved, and the page says so', async () => {
+    const tenant = await svc.tenant('stale-edit');
+    const action = await propose(tenant);
+    const shown = await approvalOf(svc, tenant.keys.read, tenant.accounts.sandbox, action.id);
+    await openApprovals(tenant, tenant.keys.write, action.id);
+    const sent = recordDecisions(session.page);
+    const card = actionCard(session.page, action.id);
+    await card.getByRole('button', { name: 'Edit', exact: true }).click();
+    const input = card.getByLabel('New target ROAS (%)');
+    await input.fill(String(shown.params.target_roas_pct + 1));
+    await approveAndReturnElsewhere(tenant, action.id);
+    await card.getByText('Returned to the queue', { exact: true }).waitFor({ timeout: 10_000 });
+    await card.getByText('This action changed since you opened this form').waitFor();
+    await card.getByRole('button', { name: 'Approve edited' }).click();
+    await session.page.getByText(/This action changed since the page showed it/).waitFor();
+    expect(sent).to.have.length(1);
+    expect(sent[0]!.body.expected_version).to.equal(shown.version);
+    const now = await approvalOf(svc, tenant.keys.read, tenant.accounts.sandbox, action.id);
+    expect(now.status).to.equal('returned');
+    expect(now.params.target_roas_pct).to.equal(shown.params.target_roas_pct);
   });
 });
 

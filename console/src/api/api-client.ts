@@ -1,3 +1,4 @@
+import { revealBidiControls } from '../text/bidi-controls.ts';
 import { readApiKey } from '../session/api-key-store.ts';
 
 /** An RFC 9457 problem (or a network failure) from the API, in a form views can show. */
@@ -45,9 +46,16 @@ export function retryAfterSeconds(headers: Headers): number | null {
   return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - Date.now()) / 1000));
 }
 
+/** How long a request may go unanswered before it counts as failed (`timeout`), unless the caller says otherwise. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
 /**
  * Calls the public API with the signed-in key (or `key` when given, for sign-in).
- * Non-2xx answers become an ApiProblem carrying the problem's detail.
+ * Non-2xx answers become an ApiProblem carrying the problem's detail; no answer within
+ * `timeoutMs` (default REQUEST_TIMEOUT_MS) becomes an ApiProblem with status 0 and slug
+ * `timeout`, no answer at all one with slug `network`. Aborting `signal` rejects with its
+ * AbortError, as fetch does. Problem texts come from the service, so their bidirectional
+ * control characters are shown (revealBidiControls), never obeyed.
  *
  * @example
  * const { body } = await apiRequest<ListPage<Account>>('GET', '/api/v1/accounts');
@@ -55,38 +63,93 @@ export function retryAfterSeconds(headers: Headers): number | null {
 export async function apiRequest<T>(
   method: 'GET' | 'POST',
   path: string,
-  options: { body?: unknown; key?: string; signal?: AbortSignal } = {},
+  options: { body?: unknown; key?: string; signal?: AbortSignal; timeoutMs?: number } = {},
 ): Promise<ApiAnswer<T>> {
   const key = options.key ?? readApiKey();
   const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
   if (key) headers.authorization = `Bearer ${key}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  let response: Response;
-  try {
-    response = await fetch(path, {
-      method,
-      headers,
-      body: options.body === undefined ? null : JSON.stringify(options.body),
-      signal: options.signal ?? null,
-      credentials: 'omit',
-      cache: 'no-store',
-    });
-  } catch (error) {
+  // A timer (not AbortSignal.timeout), so a test's fake clock can move it forward.
+  const timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const stop = () => controller.abort();
+  options.signal?.addEventListener('abort', stop);
+  if (options.signal?.aborted) controller.abort();
+  const failed = (error: unknown): never => {
+    if (timedOut && !options.signal?.aborted) {
+      throw new ApiProblem(0, 'timeout', `The service did not answer within ${Math.round(timeoutMs / 1000)} s.`, null);
+    }
     if (error instanceof DOMException && error.name === 'AbortError') throw error;
-    throw new ApiProblem(0, 'network', 'The service could not be reached. Check your connection; the view retries by itself.', null);
+    throw new ApiProblem(0, 'network', 'The service could not be reached (no answer came back).', null);
+  };
+  try {
+    let response: Response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body: options.body === undefined ? null : JSON.stringify(options.body),
+        signal: controller.signal,
+        credentials: 'omit',
+        cache: 'no-store',
+      });
+    } catch (error) {
+      return failed(error);
+    }
+    if (response.ok) {
+      let body: T;
+      try {
+        body = response.status === 204 ? (null as T) : ((await response.json()) as T);
+      } catch (error) {
+        if (controller.signal.aborted) return failed(error);
+        throw new ApiProblem(response.status, 'unreadable', `The service answered ${response.status} with a body the console cannot read.`, null);
+      }
+      return { body, headers: response.headers };
+    }
+    const problem = await response.json().catch(() => ({})) as { type?: string; title?: string; detail?: string };
+    if (controller.signal.aborted) return failed(new DOMException('aborted', 'AbortError'));
+    const slug = typeof problem.type === 'string' ? (problem.type.split('/').pop() ?? 'unknown') : 'unknown';
+    const title = typeof problem.title === 'string' ? revealBidiControls(problem.title) : null;
+    const detail = typeof problem.detail === 'string' ? revealBidiControls(problem.detail) : null;
+    const message = detail ?? title ?? unexplained(response.status);
+    const failure = new ApiProblem(response.status, slug, message, retryAfterSeconds(response.headers), { title, detail });
+    if (response.status === 401 && options.key === undefined) onUnauthorized();
+    throw failure;
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', stop);
   }
-  if (response.ok) {
-    const body = response.status === 204 ? (null as T) : ((await response.json()) as T);
-    return { body, headers: response.headers };
+}
+
+/** What an answer without a problem body (say a proxy's HTML error page) most likely means. */
+function unexplained(status: number): string {
+  if (status === 502 || status === 504) {
+    return `A gateway in front of the service answered ${status} (${status === 502 ? 'bad gateway' : 'gateway timeout'}): the service itself did not answer it, ` +
+      'because it is down, restarting or overloaded.';
   }
-  const problem = await response.json().catch(() => ({})) as { type?: string; title?: string; detail?: string };
-  const slug = typeof problem.type === 'string' ? (problem.type.split('/').pop() ?? 'unknown') : 'unknown';
-  const title = typeof problem.title === 'string' ? problem.title : null;
-  const detail = typeof problem.detail === 'string' ? problem.detail : null;
-  const message = detail ?? title ?? `The service answered ${response.status}.`;
-  const failure = new ApiProblem(response.status, slug, message, retryAfterSeconds(response.headers), { title, detail });
-  if (response.status === 401 && options.key === undefined) onUnauthorized();
-  throw failure;
+  if (status === 503) return 'The service is unavailable (503), probably restarting or overloaded.';
+  if (status === 429) return 'Too many requests (429): the service asks the console to slow down.';
+  if (status >= 500) return `The service failed with ${status} without saying why.`;
+  return `The service answered ${status} without saying why.`;
+}
+
+/**
+ * A failure that may pass by itself, so trying again later makes sense: no answer, a timeout,
+ * a rate limit, a server (or gateway) error, or an answer that could not be read.
+ */
+export function mayPass(error: unknown): boolean {
+  if (!(error instanceof ApiProblem)) return true;
+  return error.status === 0 || error.status === 408 || error.status === 429 || error.status >= 500 || error.slug === 'unreadable';
+}
+
+/** The sentence to show for a failure (an ApiProblem's message, or any error's). */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Follows `next_cursor` until the end (or `maxPages`), returning every row. */

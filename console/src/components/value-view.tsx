@@ -1,17 +1,23 @@
+import { Fragment } from 'preact';
+import { revealBidiControls } from '../text/bidi-controls.ts';
+import { Untrusted } from './untrusted-text.tsx';
+
 /** Shows a JSON value readably: scalars inline, records as a definition list, the rest as JSON. */
 export function ValueView(props: { value: unknown }) {
   const { value } = props;
   if (value === null || value === undefined) return <span class="muted">—</span>;
   if (typeof value === 'number') return <span>{value.toLocaleString()}</span>;
-  if (typeof value === 'string' || typeof value === 'boolean') return <span>{String(value)}</span>;
+  if (typeof value === 'string' || typeof value === 'boolean') return <span><Untrusted text={String(value)} /></span>;
   if (Array.isArray(value) && value.length === 0) return <span class="muted">none</span>;
-  if (Array.isArray(value) && value.every((item) => item === null || typeof item !== 'object')) return <span>{value.join(', ')}</span>;
+  if (Array.isArray(value) && value.every((item) => item === null || typeof item !== 'object')) {
+    return <span>{value.map((item, index) => <Fragment key={index}>{index > 0 && ', '}<Untrusted text={String(item ?? '')} /></Fragment>)}</span>;
+  }
   if (!Array.isArray(value) && typeof value === 'object') {
     return (
       <dl class="pairs">
         {Object.entries(value as Record<string, unknown>).map(([name, inner]) => (
           <div key={name}>
-            <dt>{name.replace(/_/g, ' ')}</dt>
+            <dt><Untrusted text={name.replace(/_/g, ' ')} /></dt>
             <dd><ValueView value={inner} /></dd>
           </div>
         ))}
@@ -22,7 +28,10 @@ export function ValueView(props: { value: unknown }) {
 }
 
 export function JsonBlock(props: { value: unknown; label?: string }) {
-  return <pre class="json" tabIndex={0} aria-label={props.label}>{JSON.stringify(props.value, null, 2)}</pre>;
+  // Strings inside may hold bidirectional control characters: shown as markers, never obeyed.
+  const json = JSON.stringify(props.value, null, 2) as string | undefined;
+  const text = json === undefined ? '' : revealBidiControls(json);
+  return <pre class="json" tabIndex={0} aria-label={props.label === undefined ? undefined : revealBidiControls(props.label)}>{text}</pre>;
 }
 
 /** The parameters of an action; negative keyword lists as a table. */
@@ -38,7 +47,7 @@ export function ActionParams(props: { params: Record<string, unknown> }) {
           <thead><tr><th scope="col">Keyword</th><th scope="col">Match type</th></tr></thead>
           <tbody>
             {keywordRows.map((keyword, index) => (
-              <tr key={index}><td>{String(keyword.text ?? '')}</td><td>{String(keyword.match_type ?? '')}</td></tr>
+              <tr key={index}><td><Untrusted text={String(keyword.text ?? '')} /></td><td><Untrusted text={String(keyword.match_type ?? '')} /></td></tr>
             ))}
           </tbody>
         </table>

@@ -1,9 +1,14 @@
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Untrusted } from '../components/untrusted-text.tsx';
+import { revealBidiControls } from '../text/bidi-controls.ts';
 import { EDITABLE_FIELDS, MATCH_TYPES, type ActionEdit, type Approval, type EditableKind, type Keyword } from '../api/types.ts';
 
 export interface EditFormProps {
+  /** The action as it was when the form opened: the form edits that version, and it is the one approved. */
   readonly action: Approval & { readonly kind: EditableKind };
+  /** The action has a newer version than `action` (edited elsewhere, or returned): the service will refuse this edit. */
+  readonly changedSince: boolean;
   /** Approves with the edit; resolves true when it went through (the form then closes). */
   readonly onApproveEdited: (edit: ActionEdit) => Promise<boolean>;
   readonly onCancel: () => void;
@@ -25,6 +30,11 @@ export function EditForm(props: EditFormProps) {
   const [error, setError] = useState<string | null>(null);
   const [sending, setSending] = useState(false);
   const idBase = `edit-${action.id}`;
+  const form = useRef<HTMLDivElement>(null);
+  // The Edit button that opened the form is disabled now: its first control takes the focus.
+  useEffect(() => {
+    form.current?.querySelector<HTMLElement>('input, select, textarea')?.focus();
+  }, []);
 
   const submit = async (event: Event, edit: ActionEdit | null) => {
     event.preventDefault();
@@ -43,12 +53,20 @@ export function EditForm(props: EditFormProps) {
     </div>
   );
 
-  if (action.kind === 'add_negative_keywords') {
-    return <KeywordEdit idBase={idBase} proposed={(action.params.keywords ?? []) as Keyword[]} error={error} setError={setError} onSubmit={submit} buttons={buttons} />;
-  }
-  const field = EDITABLE_FIELDS[action.kind];
+  const changed = props.changedSince && (
+    <p class="notice" role="alert">
+      This action changed since you opened this form (edited elsewhere, or returned to the queue). Approving sends the edit of the
+      version you started from, which the service refuses: cancel the edit, review the action as it is now and edit it again.
+    </p>
+  );
+  const field = action.kind === 'add_negative_keywords' ? null : EDITABLE_FIELDS[action.kind];
   return (
-    <ValueEdit idBase={idBase} label={VALUE_LABELS[action.kind]} current={Number(action.params[field])} field={field} error={error} setError={setError} onSubmit={submit} buttons={buttons} />
+    <div ref={form}>
+      {changed}
+      {action.kind === 'add_negative_keywords' || field === null
+        ? <KeywordEdit idBase={idBase} proposed={(action.params.keywords ?? []) as Keyword[]} error={error} setError={setError} onSubmit={submit} buttons={buttons} />
+        : <ValueEdit idBase={idBase} label={VALUE_LABELS[action.kind]} current={Number(action.params[field])} field={field} error={error} setError={setError} onSubmit={submit} buttons={buttons} />}
+    </div>
   );
 }
 
@@ -78,12 +96,13 @@ function KeywordEdit(props: PartProps & { proposed: readonly Keyword[] }) {
         <p class="muted">Untick a keyword to leave it out, or change its match type. Keywords cannot be added here.</p>
         <ul class="plain-list edit-keywords">
           {rows.map((row, index) => (
-            <li key={row.text}>
+            // By position: the same text may be proposed twice, with two match types.
+            <li key={index}>
               <label class="inline">
                 <input type="checkbox" checked={row.keep} onChange={(event) => change(index, { keep: (event.currentTarget as HTMLInputElement).checked })} />
-                Keep "{row.text}"
+                <span>Keep "<Untrusted text={row.text} />"</span>
               </label>
-              <label class="visually-hidden" for={`${props.idBase}-match-${index}`}>Match type of "{row.text}"</label>
+              <label class="visually-hidden" for={`${props.idBase}-match-${index}`}>Match type of "{revealBidiControls(String(row.text))}"</label>
               <select id={`${props.idBase}-match-${index}`} value={row.match_type} disabled={!row.keep}
                 onChange={(event) => change(index, { match_type: (event.currentTarget as HTMLSelectElement).value as Keyword['match_type'] })}>
                 {MATCH_TYPES.map((type) => <option key={type} value={type}>{type}</option>)}

@@ -1,9 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { apiPaths, apiRequest, fetchAllPages } from '../api/api-client.ts';
+import { apiPaths, apiRequest, describeError, fetchAllPages } from '../api/api-client.ts';
 import type { Account, HistoryEntry, ListPage } from '../api/types.ts';
 import { LoadState, Timestamp, type Loadable } from '../components/load-state.tsx';
+import { Untrusted } from '../components/untrusted-text.tsx';
 import { JsonBlock } from '../components/value-view.tsx';
 import { navigate } from '../routing/location.ts';
+import { revealBidiControls } from '../text/bidi-controls.ts';
 import { routePaths } from '../routing/routes.ts';
 import { AccountNav } from './account-nav.tsx';
 
@@ -45,7 +47,8 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
         setEnding({ complete, waiting: waiting === true });
       })
       .catch((error: unknown) => {
-        if (!controller.signal.aborted) setEntries({ state: 'error', message: error instanceof Error ? error.message : String(error) });
+        // Not polled: the page says how to read it again.
+        if (!controller.signal.aborted) setEntries({ state: 'error', message: `${describeError(error)} Use Refresh to try again.` });
       });
     apiRequest<ListPage<Account>>('GET', apiPaths.accounts(), { signal: controller.signal })
       .then(({ body }) => setAccount(body.data.find((candidate) => candidate.id === projectId) ?? null), () => {});
@@ -84,7 +87,7 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
           <label for="history-type">Event type</label>
           <select id="history-type" name="type">
             <option value="" selected={type === ''}>All types</option>
-            {(type && !types.includes(type) ? [...types, type] : types).map((value) => <option key={value} value={value} selected={value === type}>{value}</option>)}
+            {(type && !types.includes(type) ? [...types, type] : types).map((value) => <option key={value} value={value} selected={value === type}>{revealBidiControls(value)}</option>)}
           </select>
         </div>
         <button type="submit" class="button-secondary">Apply filters</button>
@@ -101,11 +104,11 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
                   <li key={entry.seq} class="card">
                     <details class="disclosure">
                       <summary>
-                        <span class="event-type">{entry.type ?? `corrupt message (${entry.code ?? 'unknown'})`}</span>{' '}
+                        <span class="event-type"><Untrusted text={entry.type ?? `corrupt message (${entry.code ?? 'unknown'})`} /></span>{' '}
                         <span class="muted"><Timestamp value={entry.time} /> · #{entry.seq}</span>
                       </summary>
                       {entry.correlation_id && (
-                        <p class="muted">Correlation: <a href={routePaths.history(projectId, new URLSearchParams({ run_id: entry.correlation_id }))}>{entry.correlation_id}</a></p>
+                        <p class="muted">Correlation: <a href={routePaths.history(projectId, new URLSearchParams({ run_id: entry.correlation_id }))}><Untrusted text={entry.correlation_id} /></a></p>
                       )}
                       <JsonBlock value={entry.corrupt ? { code: entry.code, error: entry.error } : entry.data} label={`Data of event ${entry.seq}`} />
                     </details>
