@@ -6,6 +6,7 @@ import type { ActionDraft } from '../policy/action-draft.ts';
 import type { ActionRepresentation } from '../policy/proposal-service.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { ModelError, type ConversationEntry, type FunctionResult, type ModelClient } from './model/model-port.ts';
+import { fitOutput } from './tools/fit-output.ts';
 import { RUN_LIMITS } from './run-limits.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { ToolInputError } from './tools/agent-tool.ts';
@@ -174,7 +175,10 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
         if (stop) throw new RunStopped(stop);
         toolCalls++;
         const started = performance.now();
-        const { ok, output } = await timed(deps, AgentStep.Tool, () => executeTool(request, deps, call.name, call.args, wallClock));
+        const executed = await timed(deps, AgentStep.Tool, () => executeTool(request, deps, call.name, call.args, wallClock));
+        const { ok } = executed;
+        // What the model is given is what the history records.
+        const output = fitOutput(executed.output, RUN_LIMITS.maxToolOutputChars);
         const duration = performance.now() - started;
         await timed(deps, AgentStep.Record, () =>
           deps.recordToolCall({
@@ -183,7 +187,7 @@ export async function runAgent(request: AgentRunRequest, deps: AgentRunDependenc
             name: clipText(call.name, 100),
             input: capInput(call.args),
             ok,
-            output: capOutput(output),
+            output,
             duration_ms: Math.round(duration),
           }),
         );
@@ -279,12 +283,6 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   // A tool that fails after the abort must not surface as an unhandled rejection.
   work.catch(() => undefined);
   return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
-}
-
-function capOutput(output: Record<string, unknown>): Record<string, unknown> {
-  const json = JSON.stringify(output);
-  if (json.length <= RUN_LIMITS.maxToolOutputChars) return output;
-  return { truncated_output: clipText(json, RUN_LIMITS.maxToolOutputChars), original_chars: json.length };
 }
 
 /**

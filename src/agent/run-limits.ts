@@ -8,8 +8,12 @@ export const RUN_LIMITS = {
   maxTextLength: 32_000,
   /** Model turns per run, a backstop against a model that never stops asking for tools. */
   maxSteps: 25,
-  /** Largest tool output kept in a ToolCalled event (JSON characters). */
-  maxToolOutputChars: 200_000,
+  /**
+   * Largest tool output the model is given and a ToolCalled event keeps (JSON characters, about
+   * 25,000 tokens): longer lists are cut to whole rows with a note saying how to ask for less
+   * (src/agent/tools/fit-output.ts).
+   */
+  maxToolOutputChars: 100_000,
   /**
    * Largest tool input kept in a ToolCalled event (JSON characters); larger ones are kept cut.
    * Input and output share one event, which the event log takes up to 1 MB.

@@ -83,4 +83,57 @@ describe('a tool error whose text no event may carry', function () {
     }
     expect(recorded.map((e) => (e.data as { output: unknown }).output)).to.deep.equal([{ error }]);
   });
+
+  it('given an account of 20,000 keywords, when the model lists them, then it is given whole rows up to 100,000 characters with a note on how to ask for less, and the history records the same', async () => {
+    const tenant = await svc.tenant();
+    const infra = svc.service.infrastructure;
+    const real = createPlatform(infra.database.db);
+    const keyword = (i: number) => ({ id: `kw-${i}`, campaign_id: '1', ad_group_id: '1', text: `keyword number ${i}`, match_type: 'broad', status: 'enabled', max_cpc: 1.5, impressions: 100, clicks: 10, cost: 12.5, conversions: 1, conversion_value: 40 });
+    const huge: AdsPlatform = new Proxy(real, {
+      get: (target, property, receiver) =>
+        property === 'listKeywords' ? async () => Array.from({ length: 20_000 }, (_, i) => keyword(i)) : Reflect.get(target, property, receiver),
+    });
+    const requests: ModelRequest[] = [];
+    const turn = (parts: ModelTurn['parts']): ModelTurn => ({ parts, usage: { input_tokens: 1, output_tokens: 1 } });
+    await worker?.stop();
+    worker = new AgentWorker({
+      infrastructure: infra,
+      executor: {
+        platform: huge,
+        proposals: new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db)),
+        model: {
+          identity: { kind: 'rules', model: 'list-keywords-then-answer' },
+          generate: async (request) => {
+            requests.push(request);
+            return requests.length === 1 ? turn([{ kind: 'function_call', call: { name: 'list_keywords', args: {} } }]) : turn([{ kind: 'text', text: 'Listed.' }]);
+          },
+        },
+        wallClockMs: 20_000,
+        modelBudgetMs: 20_000,
+      },
+      concurrency: 1,
+      logger: createLogger('silent'),
+      shutdownGraceMs: 1000,
+      ackWaitMs: 5000,
+    });
+    await worker.start();
+
+    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'List my keywords');
+    const run = await waitForTerminalRun(svc, tenant.keys.write, runId, 20_000);
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const told = requests[1]!.conversation.find((entry) => entry.role === 'tool');
+    const given = (told?.role === 'tool' ? told.results[0]!.response : undefined) as { keywords: { id: string }[]; cut: { member: string; kept: number; of: number; note: string } };
+    expect(JSON.stringify(given).length).to.be.at.most(100_000);
+    expect(given.cut).to.include({ member: 'keywords', of: 20_000 });
+    expect(given.cut.kept).to.equal(given.keywords.length).and.be.greaterThan(100).and.below(20_000);
+    expect(given.cut.note).to.include('campaign_id');
+    // Whole rows, in order: the first kept ones as the platform listed them.
+    expect(given.keywords.slice(0, 2).map((k) => k.id)).to.deep.equal(['kw-0', 'kw-1']);
+
+    const recorded: unknown[] = [];
+    for await (const { event } of infra.store.readFiltered(infra.subjects.all, 1)) {
+      if (event.correlation_id === runId && event.type === 'ToolCalled') recorded.push((event.data as { output: unknown }).output);
+    }
+    expect(recorded).to.deep.equal([given]);
+  });
 });
