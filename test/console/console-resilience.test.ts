@@ -45,14 +45,17 @@ describe('console: large accounts and failing reads in a browser', function () {
     expect(shownIds.length).to.be.below(actions.length);
     const notice = session.page.getByText('This account has more actions than the page shows.');
     await notice.waitFor();
-    expect(await notice.textContent()).to.include('Every action waiting for a decision is listed, first; of the decided ones, only the oldest 400.');
+    expect(await notice.textContent()).to.include('Every action waiting for a decision is listed, first; of the decided ones, only the newest 400.');
+    // The decided ones shown are the newest: a decision just taken stays in view, the oldest ones leave it.
+    expect(shownIds).to.include(actions[2_148]!.id).and.not.include(actions[0]!.id);
     // The page still decides: the newest action can be selected and approved.
     expect(await newest.getByRole('checkbox').isEnabled()).to.equal(true);
 
     // A poll reads at most two pages of every status, plus what is waiting; never the whole account.
     await eventually(() => expect(served.requests.filter((query) => query.get('status') === 'queued').length).to.be.at.least(2), 10_000, 100);
     const unfiltered = served.requests.filter((query) => !query.get('status'));
-    expect(Math.max(...unfiltered.map((query) => Number(query.get('cursor') ?? '0')))).to.equal(200);
+    expect(unfiltered.every((query) => query.get('order') === 'newest_first')).to.equal(true);
+    expect(Math.min(...unfiltered.map((query) => Number(query.get('cursor') ?? '1e9')))).to.equal(2_150 - 200 + 1);
   });
 
   it('a run read that fails once: keeps showing the run, says so, and reads it again', async () => {

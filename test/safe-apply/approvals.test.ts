@@ -128,6 +128,23 @@ describe('safe-apply: approvals', function () {
       expect(pages).to.equal(Math.ceil(all.length / 2));
     });
 
+    it('lists newest first with order=newest_first: the same actions reversed, paged with next_cursor (limit=2)', async () => {
+      const all = (await listAllApprovals(svc, tenant.keys.read, account)).map((a) => a.id);
+      const walked: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await list(`order=newest_first&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
+        expect(page.status, page.text).to.equal(200);
+        walked.push(...page.body.data.map((a: any) => a.id));
+        cursor = page.body.next_cursor;
+      } while (cursor !== null);
+      expect(walked).to.deep.equal([...all].reverse());
+      const queuedNewest = await list('order=newest_first&status=queued&limit=1');
+      const queued = (await listAllApprovals(svc, tenant.keys.read, account, 'status=queued')).map((a) => a.id);
+      expect(queuedNewest.body.data.map((a: any) => a.id)).to.deep.equal(queued.slice(-1));
+      expectProblem(await list('order=latest'), 422, 'validation-error');
+    });
+
     it('pages a filtered list too (status=queued, limit=2)', async () => {
       const all = (await listAllApprovals(svc, tenant.keys.read, account, 'status=queued')).map((a) => a.id);
       const walked: string[] = [];

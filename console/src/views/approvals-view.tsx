@@ -242,8 +242,8 @@ export function ApprovalsView(props: { projectId: string; search: URLSearchParam
       {actions.state === 'ready' && !ending.decidedComplete && (
         <p class="notice" role="status">
           {status
-            ? `There are more ${status.replace('_', ' ')} actions than the page shows: only the oldest ${(DECIDED_MAX_PAGES * ACTIONS_PAGE_SIZE).toLocaleString('en')} are listed. `
-            : `This account has more actions than the page shows. Every action waiting for a decision is listed, first; of the decided ones, only the oldest ${(DECIDED_MAX_PAGES * ACTIONS_PAGE_SIZE).toLocaleString('en')}. `}
+            ? `There are more ${status.replace('_', ' ')} actions than the page shows: only the newest ${(DECIDED_MAX_PAGES * ACTIONS_PAGE_SIZE).toLocaleString('en')} are listed. `
+            : `This account has more actions than the page shows. Every action waiting for a decision is listed, first; of the decided ones, only the newest ${(DECIDED_MAX_PAGES * ACTIONS_PAGE_SIZE).toLocaleString('en')}. `}
           Filter by {status ? 'run id' : 'status or run id'} to see others, or see the <a href={routePaths.history(projectId)}>history</a>.
         </p>
       )}

@@ -14,7 +14,7 @@ import { lastSeqOf } from '../../../commands/shared/handle.ts';
 import { actionDecider } from '../../../commands/action/action-decider.ts';
 import { approveAction } from '../../../commands/action/approve-action.ts';
 import { APPROVALS_PROJECTION } from '../../../projections/approvals/approvals-projection.ts';
-import { findApproval, listApprovals, type ApprovalRow } from '../../../projections/approvals/approval-view.ts';
+import { APPROVALS_ORDERS, findApproval, listApprovals, type ApprovalRow, type ApprovalsOrder } from '../../../projections/approvals/approval-view.ts';
 import type { Principal } from '../../auth/scopes.ts';
 import { json, problem, PROBLEM_MEDIA_TYPE, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
 import { toApprovalRepresentation } from '../representations/action-representation.ts';
@@ -41,6 +41,7 @@ const route = defineRoute<ApiContext>();
 interface ApprovalsQuery {
   status?: string;
   run_id?: string;
+  order?: ApprovalsOrder;
   limit?: number;
   cursor?: number;
 }
@@ -52,14 +53,19 @@ export const listApprovalsRoute = route<ApprovalsQuery>({
   tags: ['approvals'],
   summary: 'List the actions of an account with their status',
   description:
-    'Every action proposed on the account (by runs or the target endpoint), oldest first, with where it stands now. Paginated: ' +
-    'pass `next_cursor` as `cursor` for the next page; it is null on the last page.',
+    'Every action proposed on the account (by runs or the target endpoint), oldest first (or newest first with ' +
+    '`order=newest_first`), with where it stands now. Paginated: pass `next_cursor` as `cursor` for the next page, with the ' +
+    'same filters and order; it is null on the last page.',
   access: 'read',
   backedBy: ['event-log', 'database'],
   pathParameters: { projectId: PROJECT_ID },
   query: {
     status: { description: 'Only actions with this status.', schema: { enum: [...ACTION_STATUSES] } },
     run_id: RUN_ID_FILTER,
+    order: {
+      description: 'By when they were proposed: `oldest_first` (the default) or `newest_first` (the latest decisions and proposals first).',
+      schema: { enum: [...APPROVALS_ORDERS], default: 'oldest_first' },
+    },
     limit: pageSizeParameter(APPROVALS_PAGE),
     cursor: cursorParameter('The `next_cursor` of the previous page.'),
   },
@@ -77,6 +83,7 @@ export const listApprovalsRoute = route<ApprovalsQuery>({
       runId: query.run_id,
       afterSeq: query.cursor,
       limit: query.limit ?? APPROVALS_PAGE.default,
+      order: query.order ?? 'oldest_first',
     });
     ctx.body = {
       object: 'list',

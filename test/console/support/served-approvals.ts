@@ -50,8 +50,8 @@ export function servedApproval(projectId: string, n: number, fields: Partial<Ser
 
 /**
  * Answers the page's GET .../approvals from `actions()` (read at each request, so a test can
- * change them), as the API does: oldest first, `status` and `run_id` filters, `limit` (at
- * most 200) and `next_cursor`. Every request is recorded in `requests` as its query string.
+ * change them), as the API does: oldest first (newest first with `order=newest_first`), `status`
+ * and `run_id` filters, `limit` (at most 200) and `next_cursor`. Every request is recorded in `requests` as its query string.
  */
 export async function serveApprovals(page: Page, actions: () => readonly ServedApproval[]): Promise<{ requests: URLSearchParams[] }> {
   const requests: URLSearchParams[] = [];
@@ -60,11 +60,12 @@ export async function serveApprovals(page: Page, actions: () => readonly ServedA
     const query = new URL(route.request().url()).searchParams;
     requests.push(query);
     const limit = Math.min(200, Number(query.get('limit') ?? '50'));
-    const after = Number(query.get('cursor') ?? '0');
-    const matching = actions()
+    const newestFirst = query.get('order') === 'newest_first';
+    const cursor = query.get('cursor');
+    const inOrder = actions()
       .map((action, index) => ({ action, position: index + 1 }))
-      .filter(({ action }) => (!query.get('status') || action.status === query.get('status')) && (!query.get('run_id') || action.run_id === query.get('run_id')))
-      .filter(({ position }) => position > after);
+      .filter(({ action }) => (!query.get('status') || action.status === query.get('status')) && (!query.get('run_id') || action.run_id === query.get('run_id')));
+    const matching = (newestFirst ? inOrder.reverse() : inOrder).filter(({ position }) => cursor === null || (newestFirst ? position < Number(cursor) : position > Number(cursor)));
     const page = matching.slice(0, limit);
     const more = matching.length > limit;
     return route.fulfill({
