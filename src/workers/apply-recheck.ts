@@ -81,3 +81,42 @@ export async function recheckAction(platform: AdsPlatform, account: PlatformAcco
       return { ok: false, reason: `unknown action kind ${String(action.kind)}` };
   }
 }
+
+/**
+ * Whether the platform already shows the action's change in full: the budget or target at the
+ * proposed value, every negative keyword in place, every keyword paused. For a takeover of an
+ * attempt whose worker died after its platform call and before recording it: such an action is
+ * applied, not to be returned to the queue (the kill switch's return would record a live change
+ * as not applied, and no learning period would count it). Compared as the platform stores them
+ * (negatives case-insensitive and single-spaced, amounts to half a cent).
+ */
+export async function changeAlreadyLive(platform: AdsPlatform, account: PlatformAccountRef, action: ActionState): Promise<boolean> {
+  const params = action.params as Record<string, any>;
+  switch (action.kind) {
+    case 'set_campaign_budget': {
+      const campaign = await platform.getCampaign(account, params.campaign_id);
+      return campaign !== null && same(campaign.daily_budget, params.daily_budget);
+    }
+    case 'set_target_cpa':
+    case 'set_target_roas': {
+      const campaign = await platform.getCampaign(account, params.campaign_id);
+      if (!campaign) return false;
+      return action.kind === 'set_target_cpa'
+        ? same(campaign.bidding_strategy.target_cpa, params.target_cpa)
+        : same(campaign.bidding_strategy.target_roas_pct, params.target_roas_pct);
+    }
+    case 'add_negative_keywords': {
+      const normalise = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
+      const present = new Set((await platform.listNegativeKeywords(account, params.campaign_id)).map((n) => `${n.match_type}:${normalise(n.text)}`));
+      const wanted = params.keywords as { text: string; match_type: string }[];
+      return wanted.length > 0 && wanted.every((k) => present.has(`${k.match_type}:${normalise(String(k.text))}`));
+    }
+    case 'pause_keywords': {
+      const ids = params.keyword_ids as string[];
+      const keywords = await platform.listKeywords(account, { from: '2000-01-01', to: '2000-01-01' });
+      return ids.length > 0 && ids.every((id) => keywords.some((k) => k.id === id && k.status === 'paused'));
+    }
+    default:
+      return false;
+  }
+}

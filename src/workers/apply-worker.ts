@@ -21,7 +21,7 @@ import { liveDraft } from '../policy/live-draft.ts';
 import { bandedChange, PolicyContextReader } from '../policy/policy-context.ts';
 import { ReadBarrier } from '../runtime/read-barrier.ts';
 import { APPROVALS_PROJECTION } from '../../projections/approvals/approvals-projection.ts';
-import { recheckAction, type Recheck } from './apply-recheck.ts';
+import { changeAlreadyLive, recheckAction, type Recheck } from './apply-recheck.ts';
 import { platformTrouble } from './platform-trouble.ts';
 import { ACK, later, PullLoop, STALE_READ_RETRY_MS, type ParkedMessage } from './pull-loop.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
@@ -29,6 +29,7 @@ import { killSwitchStop } from '../../commands/workspace/kill-switch.ts';
 import { platformAccountOf } from '../../commands/account/platform-account.ts';
 import { loadWorkspaceFromLeader, loadAccount, loadAction } from '../../commands/queries.ts';
 import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
+import type { CommandMeta } from '../../commands/shared/new-event.ts';
 
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
@@ -161,12 +162,18 @@ export class ApplyWorker {
       return null;
     };
 
-    if (action.autoApplied) {
-      const stopped = await this.killSwitchStops(workspaceId);
-      if (stopped) return returnToQueue(stopped);
-    }
     const accountState = (await loadAccount(aggregates, workspaceId, accountId)).state;
     const account = platformAccountOf(accountId, accountState);
+    if (action.autoApplied) {
+      const stopped = await this.killSwitchStops(workspaceId);
+      if (stopped) {
+        // A takeover of an attempt whose worker died after its platform call: what is live is recorded as applied.
+        if (action.status === 'applying' && account && (await changeAlreadyLive(this.options.platform, account, action))) {
+          return this.recordLiveChange(workspaceId, accountId, actionId, meta, leaseMs);
+        }
+        return returnToQueue(stopped);
+      }
+    }
     if (!account) return returnToQueue('the account has no connected advertising-platform account');
     let recheck: Recheck;
     try {
@@ -251,6 +258,33 @@ export class ApplyWorker {
     heartbeat.stop();
     if (!(await finish({ kind: 'applied', partialFailures, appliedOperations }))) return null;
     this.options.logger.info({ action_id: actionId, kind: action.kind, attempt }, 'action applied');
+    this.options.onApplyResult?.('applied');
+    return null;
+  }
+
+  /**
+   * Records as applied a change the platform already shows in full (see changeAlreadyLive),
+   * under a claim of its own and without a platform call: the kill switch is engaged, and nothing
+   * more may go live.
+   */
+  private async recordLiveChange(workspaceId: string, accountId: string, actionId: string, meta: CommandMeta, leaseMs: number): Promise<number | null> {
+    const { commands } = this.options.infrastructure;
+    const onAction = { workspaceId, accountId, actionId, workerId: this.workerId, meta };
+    const claimId = uuidv4();
+    try {
+      await commands.handle(actionDecider, { type: 'StartApply', ...onAction, claimId, leaseMs });
+    } catch (error) {
+      if (error instanceof NothingToApplyError) return null;
+      if (error instanceof ApplyClaimHeldError) return untilLeaseEnds(error.leaseUntil);
+      throw error;
+    }
+    try {
+      await commands.handle(actionDecider, { type: 'FinishApply', ...onAction, claimId, result: { kind: 'applied' } });
+    } catch (error) {
+      if (!(error instanceof ApplyClaimLostError)) throw error;
+      return null;
+    }
+    this.options.logger.info({ action_id: actionId }, 'action found live after its worker died; recorded as applied (the kill switch is engaged: nothing was sent)');
     this.options.onApplyResult?.('applied');
     return null;
   }

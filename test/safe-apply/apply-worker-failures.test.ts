@@ -5,7 +5,7 @@ import { createPlatform } from '../../src/platform/create-platform.ts';
 import { ApplyClaimHeldError, ApplyClaimLostError } from '../../commands/action/action-lifecycle.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { api, campaignById, campaignsByStrategy, cents, proposeTarget, waitForStatus } from './helpers.ts';
+import { api, campaignById, campaignsByStrategy, cents, platformAccount, proposeTarget, waitForStatus } from './helpers.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
 
@@ -275,6 +275,49 @@ describe('apply worker: platform failures and competing workers', function () {
       }
       expect(refused).to.be.instanceOf(ApplyClaimLostError);
       expect(await historyOf(tenant.accounts.sandbox, action.id)).to.have.length(4);
+    });
+
+    it('crash, then the kill switch: a change the dead worker made live is recorded applied (nothing sent again); one it never made is returned', async () => {
+      const own = await svc.tenant('claims-killswitch');
+      const account = own.accounts.sandbox;
+      const { commands } = svc.service.infrastructure;
+      const { cpa } = await campaignsByStrategy(svc, own.keys.read, account);
+      const ref = await platformAccount(svc, own.workspaceId, account);
+      const start = cpa.bidding_strategy.target_cpa!;
+      const propose = async (factor: number) => {
+        const action = await proposeTarget(svc, own.keys.write, account, cpa.id, { target_cpa: cents(start * factor), auto_apply: true });
+        expect(action.disposition, JSON.stringify(action)).to.equal('auto_applied');
+        return action;
+      };
+      const claimedByDeadWorker = (actionId: string) =>
+        commands.handle(actionDecider, {
+          type: 'StartApply', workspaceId: own.workspaceId, accountId: account, actionId, workerId: 'dead-worker', claimId: `dead-${actionId}`, leaseMs: 1000,
+          meta: { actor: { kind: 'worker', id: 'dead-worker' }, correlationId: actionId },
+        });
+      // Two dead workers: the first made its change live before it died, the second never did.
+      const wentLive = await propose(1.03);
+      const neverLive = await propose(1.05);
+      await claimedByDeadWorker(wentLive.id);
+      await claimedByDeadWorker(neverLive.id);
+      await createPlatform(svc.service.infrastructure.database.db).applyChange(ref, { kind: 'set_target_cpa', campaign_id: cpa.id, target_cpa: cents(start * 1.03) });
+      expect((await api(svc, 'POST', '/api/v1/workspace/kill-switch/engage', { key: own.keys.admin, body: { reason: 'incident' } })).status).to.equal(200);
+      try {
+        const platform = new FlakyPlatform(createPlatform(svc.service.infrastructure.database.db), 0);
+        await startWorker(platform, 1000);
+        await waitForStatus(svc, own.keys.read, account, wentLive.id, 'applied', 20_000);
+        const returned = await waitForStatus(svc, own.keys.read, account, neverLive.id, 'returned', 20_000);
+        expect(returned.status_reason).to.include('kill switch is engaged');
+        expect(platform.applied, 'nothing is sent while the kill switch is engaged').to.equal(0);
+        expect((await campaignById(svc, own.keys.read, account, cpa.id)).bidding_strategy.target_cpa).to.equal(cents(start * 1.03));
+        const history = async (id: string) =>
+          ((await api(svc, 'GET', `/api/v1/accounts/${account}/history?limit=500`, { key: own.keys.read })).body.data as { type: string; aggregate: { id: string } }[])
+            .filter((e) => e.aggregate.id === id)
+            .map((e) => e.type);
+        expect(await history(wentLive.id)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionApplyStarted', 'ActionApplied']);
+        expect(await history(neverLive.id)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionReturnedToQueue']);
+      } finally {
+        await api(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key: own.keys.admin });
+      }
     });
 
     it('heartbeats: a platform call 4x longer than the lease keeps its claim; a second worker never claims it', async () => {
