@@ -157,6 +157,12 @@ export interface AdsPlatform {
    */
   validateChange?(account: PlatformAccountRef, change: PlatformChange): Promise<void>;
   /**
+   * The smallest amount of the account's currency a budget or target takes (1 for a currency
+   * without minor units, such as JPY): amounts are proposed and classified as the platform will
+   * apply them. Adapters that take cents (the sandbox) leave it out.
+   */
+  moneyUnit?(account: PlatformAccountRef): Promise<number>;
+  /**
    * Changes the platform reports for the account at or after `since` (the platform's own
    * time format), oldest first, made by anyone. Adapters without a change log leave it out.
    */

@@ -89,4 +89,9 @@ class PlatformRouter implements AdsPlatform {
   async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     await this.of(account).validateChange?.(account, change);
   }
+
+  /** The adapter's unit, or a cent (what the sandbox and the drafts hold). */
+  async moneyUnit(account: PlatformAccountRef): Promise<number> {
+    return (await this.of(account).moneyUnit?.(account)) ?? 0.01;
+  }
 }

@@ -12,7 +12,7 @@ import { platformAccountOf } from '../../commands/account/platform-account.ts';
 import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
 import { ValidationError } from '../errors/common-errors.ts';
 import { isAppError } from '../errors/app-error.ts';
-import type { AdsPlatform, PlatformChange } from '../platform/ads-platform.ts';
+import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../platform/ads-platform.ts';
 import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { ActionDraft } from './action-draft.ts';
@@ -133,27 +133,49 @@ export class ProposalService {
    * campaign's own without asking. Sandbox budgets are never shared (`SandboxCampaign`);
    * anything that cannot be read stays unread, which the policy classifies `review`.
    */
-  private async measured(request: ProposalRequest): Promise<{ draft: ActionDraft; ties: KnownTies }> {
-    const draft = request.draft;
+  private async measured(request: ProposalRequest): Promise<{ draft: ActionDraft; summary: string; ties: KnownTies }> {
+    const { draft, summary } = request;
     const banded = bandedChange(draft);
-    if (!banded) return { draft, ties: {} };
+    if (!banded) return { draft, summary, ties: {} };
     const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
     const ref = platformAccountOf(request.accountId, account.state);
-    if (!ref) return { draft, ties: {} };
+    if (!ref) return { draft, summary, ties: {} };
     if (!this.platform) {
       const unshared = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined && ref.platform === 'sandbox';
-      return { draft: unshared ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft, ties: {} };
+      return { draft: unshared ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft, summary, ties: {} };
     }
-    const campaign = await this.platform.getCampaign(ref, banded.campaignId);
-    if (!campaign) return { draft, ties: {} };
-    const withSharing = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined ? { ...draft, based_on: { ...draft.based_on, shared_budget: campaign.shared_budget } } : draft;
-    return { draft: withSharing, ties: tiesOf(campaign) };
+    const [campaign, inCurrency] = await Promise.all([this.platform.getCampaign(ref, banded.campaignId), this.inAccountCurrency(ref, draft, summary)]);
+    if (!campaign) return { ...inCurrency, ties: {} };
+    const rounded = inCurrency.draft;
+    const withSharing = rounded.kind === 'set_campaign_budget' && rounded.based_on.shared_budget === undefined ? { ...rounded, based_on: { ...rounded.based_on, shared_budget: campaign.shared_budget } } : rounded;
+    return { draft: withSharing, summary: inCurrency.summary, ties: tiesOf(campaign) };
+  }
+
+  /**
+   * A budget or target CPA in the amount the platform will apply: drafts hold cents, and a
+   * currency without minor units (JPY, KRW…) takes whole units, so Google would apply 116 for a
+   * proposed 115.5. Classified on 115.5 (+10.0 %), the change would go live at +10.5 %: the
+   * policy must judge what goes live. The summary's "to 115.5" says the applied amount too.
+   */
+  private async inAccountCurrency(ref: PlatformAccountRef, draft: ActionDraft, summary: string): Promise<{ draft: ActionDraft; summary: string }> {
+    const field = draft.kind === 'set_campaign_budget' ? 'daily_budget' : draft.kind === 'set_target_cpa' ? 'target_cpa' : null;
+    if (field === null || !this.platform?.moneyUnit) return { draft, summary };
+    const unit = await this.platform.moneyUnit(ref);
+    const value = (draft.params as unknown as Record<string, number>)[field]!;
+    if (!(unit > 0.01) || !Number.isFinite(value)) return { draft, summary };
+    const amount = Math.round(value / unit) * unit;
+    if (amount === value) return { draft, summary };
+    const spelled = ` to ${value}`;
+    return {
+      draft: { ...draft, params: { ...draft.params, [field]: amount } } as ActionDraft,
+      summary: summary.endsWith(spelled) ? `${summary.slice(0, -spelled.length)} to ${amount}` : `${summary} (${amount} in the account's currency)`,
+    };
   }
 
   async propose(proposed: ProposalRequest): Promise<ActionRepresentation> {
     // Classified and recorded with what the platform says of the budget, which the apply re-check compares.
-    const { draft, ties } = await this.measured(proposed);
-    const request: ProposalRequest = { ...proposed, draft };
+    const { draft, summary, ties } = await this.measured(proposed);
+    const request: ProposalRequest = { ...proposed, draft, summary };
     const now = request.meta.now ?? this.clock();
     const meta = { ...request.meta, now };
     const context = await this.context.read(request.workspaceId, request.accountId, request.draft, now, { ties });

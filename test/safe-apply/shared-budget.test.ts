@@ -88,6 +88,33 @@ describe('safe-apply: shared campaign budgets (Google Ads)', function () {
     });
   }
 
+  it('a currency without minor units: a target CPA of 27.5 yen is proposed and classified as the 28 Google will apply (+12 %, review), not +10 % safe', async () => {
+    customer.currencyCode = 'JPY';
+    try {
+      const boots = (await platform.getCampaign(ref, '111'))!;
+      expect(boots.bidding_strategy.target_cpa).to.equal(25);
+      const change = targetChangeDraft(boots, { field: 'target_cpa', value: 27.5 });
+      if (!change.ok) throw new Error('campaign 111 takes no target CPA');
+      const action = await proposals.propose({
+        workspaceId,
+        accountId,
+        runId: null,
+        draft: change.draft,
+        summary: change.summary,
+        reason: 'a tenth more',
+        autoApply: true,
+        meta: { actor: { kind: 'api_key', id: keys.write }, correlationId: 'shared-budget' },
+      });
+      const listed = await waitForStatus(svc, keys.read, accountId, action.id, 'queued');
+      expect(listed.params).to.deep.include({ target_cpa: 28 });
+      expect(action.summary).to.equal('Change the target CPA of "Hiking boots - Search" from 25 to 28');
+      expect(action).to.include({ risk_tier: 'review', disposition: 'queued' });
+      expect(action.policy_reasons.join(' | ')).to.include('target CPA change of 12.0%');
+    } finally {
+      customer.currencyCode = 'EUR';
+    }
+  });
+
   it('two campaigns on one shared budget: each +20 % step waits for review with the reason, and the budget does not move', async () => {
     // Given campaigns 111 and 666 draw on budget 501 (Google lets only a shared budget do that).
     customer.campaigns.get('666')!.budgetId = '501';

@@ -23,7 +23,12 @@ export interface ChangeContext {
   currency(): Promise<string>;
 }
 
-const MAX_MONEY = 1_000_000;
+/**
+ * The largest budget or target taken, in account currency units: a daily budget of a million
+ * won or dong is an ordinary one (about 700 and 40 US dollars), and 1e9 units stays exact in
+ * micros (below 2^53).
+ */
+const MAX_MONEY = 1_000_000_000;
 const MAX_ROAS_PCT = 100_000;
 /**
  * Currencies without minor units (ISO 4217 exponent 0): amounts are whole units there.

@@ -18,10 +18,11 @@ import { checkRange } from '../sandbox/sandbox-queries.ts';
 import { derivedRates } from '../sandbox/sandbox-metrics.ts';
 import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
 import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime, newestChangeTime } from './google-ads-change-events.ts';
-import { changeOperations } from './google-ads-changes.ts';
+import { changeOperations, minimumUnitMicros } from './google-ads-changes.ts';
 import {
   campaignOf,
   clippedText,
+  MICROS_PER_UNIT,
   keywordIdFromResourceName,
   keywordIdOf,
   matchTypeOf,
@@ -199,6 +200,12 @@ export class GoogleAdsPlatform implements AdsPlatform {
   /** The dry run: the change sent with validateOnly. @throws GoogleAdsRequestError when Google would refuse it */
   async validateChange(account: PlatformAccountRef, change: PlatformChange): Promise<void> {
     await this.sendChange(account, change, true);
+  }
+
+  /** The account currency's minimum unit, as changeOperations rounds amounts to it. */
+  async moneyUnit(account: PlatformAccountRef): Promise<number> {
+    const rows = await this.transport.search(this.target(account), 'SELECT customer.currency_code FROM customer');
+    return minimumUnitMicros(text(rows[0] ?? {}, 'customer.currencyCode')) / MICROS_PER_UNIT;
   }
 
   /** change_event rows at or after `since` (never older than Google keeps), oldest first. */

@@ -235,6 +235,12 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
     fake.requests.length = 0;
     await platform.applyChange(yen, { kind: 'set_campaign_budget', campaign_id: '111', daily_budget: 5000.4 });
     expect((fake.mutates('campaignBudgets')[0]!.body as { operations: { update: { amountMicros: string } }[] }).operations[0]!.update.amountMicros).to.equal('5000000000');
+    // The unit proposals are rounded to (src/policy/proposal-service.ts), and a budget of millions of units is an ordinary one.
+    expect(await platform.moneyUnit!(yen)).to.equal(1);
+    expect(await platform.moneyUnit!(account)).to.equal(0.01);
+    fake.requests.length = 0;
+    await platform.applyChange(yen, { kind: 'set_campaign_budget', campaign_id: '111', daily_budget: 2_500_000 });
+    expect((fake.mutates('campaignBudgets')[0]!.body as { operations: { update: { amountMicros: string } }[] }).operations[0]!.update.amountMicros).to.equal('2500000000000');
   });
 
   it('validates with validateOnly: a refused change throws Google’s message and code and changes nothing', async () => {
