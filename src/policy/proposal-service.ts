@@ -205,9 +205,6 @@ export class ProposalService {
     const { riskTier, disposition, reasons } = refused
       ? { riskTier: 'blocked' as const, disposition: 'blocked' as const, reasons: [...classified.policy_reasons, `the platform refused the change in a dry run (validateOnly): ${refused}`, 'blocked: never queued or applied'] }
       : await this.decideDisposition({ ...request, meta }, classified, actionId, now);
-    // The run's time may have run out while the slot was reserved; its RunFailed can only
-    // come after the signal fired, so an action appended now is one of a running run.
-    assertRunNotStopped(request);
     await this.commands.handle(actionDecider, {
       type: 'ProposeAction',
       workspaceId: request.workspaceId,

@@ -8,7 +8,12 @@ import type { ActionRepresentation } from '../../src/policy/proposal-service.ts'
 import { last30Days } from '../../src/agent/tools/date-range.ts';
 import { clockedProposals, type CampaignFixture } from './clocked-proposals.ts';
 import { api, approvalsPath, cents, waitForStatus } from './helpers.ts';
-import { loadQuota } from '../../commands/queries.ts';
+import { loadAction, loadQuota } from '../../commands/queries.ts';
+import { v7 as uuidv7 } from 'uuid';
+import { accountDecider } from '../../commands/account/account-decider.ts';
+import type { Commands } from '../../commands/command-bus.ts';
+import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -170,6 +175,46 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     const other = all.find((c) => c.status === 'enabled' && c.bidding_strategy.portfolio === null && c.id !== a.id)!;
     const unrelated = await propose(f, budgetDraft(other, other.daily_budget, cents(other.daily_budget * 1.1)));
     expect(reasons(unrelated)).to.not.include('learning period');
+  });
+
+  it('a run whose time runs out while its auto-apply slot is reserved: the slot belongs to a recorded action, never to none', async () => {
+    const f = await fixture('bands-slot-stop');
+    const infra = clock.svc.service.infrastructure;
+    const runId = uuidv7();
+    const workerId = 'w-slot';
+    const meta = { actor: { kind: 'worker' as const, id: workerId }, correlationId: runId };
+    const ids = { workspaceId: f.tenant.workspaceId, accountId: f.tenant.accounts.sandbox };
+    await infra.commands.handle(accountDecider, { type: 'StartRun', ...ids, runId, brief: 'b', autoApply: true, keyId: f.tenant.keyIds.write, scope: 'write', meta });
+    await infra.commands.handle(accountDecider, { type: 'ClaimRun', ...ids, runId, workerId, agent: { kind: 'rules', model: 'x' }, meta });
+    const timeUp = new AbortController();
+    // The wall clock fires while the reservation's append is in flight.
+    const commands = new Proxy(infra.commands, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'handle') return value;
+        return async (...args: Parameters<Commands['handle']>) => {
+          const result = await (value as Commands['handle']).apply(target, args);
+          if ((args[1] as { type: string }).type === 'ReserveAutoApplySlot') timeUp.abort();
+          return result;
+        };
+      },
+    }) as Commands;
+    const proposals = new ProposalService(commands, new ApprovalsAppliedChangeLookup(infra.database.db), { platform: clock.platform, clock: () => new Date(clock.at) });
+    const actionId = uuidv7();
+    const action = await proposals.propose({
+      ...ids,
+      runId,
+      run: { keyId: f.tenant.keyIds.write, workerId, signal: timeUp.signal },
+      actionId,
+      draft: budgetDraft(f.cpa, f.cpa.daily_budget, cents(f.cpa.daily_budget * 1.05)),
+      summary: 'budget +5 %',
+      reason: 'r',
+      autoApply: true,
+      meta,
+    });
+    expect(action.disposition).to.equal('auto_applied');
+    expect((await quotaOf(f, utcDay(new Date(clock.at)))).actionIds).to.deep.equal([actionId]);
+    expect((await loadAction(infra.aggregates, ids.workspaceId, ids.accountId, actionId)).state.exists).to.equal(true);
   });
 
   it('negatives and pauses: of 10 concurrent auto-applied negatives touching 3 % of spend each, exactly 3 fit the daily 10 % cap', async () => {

@@ -97,7 +97,8 @@ export const setCampaignBudget: AgentTool<{ campaign_id: string; daily_budget: n
   parameters: {
     type: 'object',
     required: ['campaign_id', 'daily_budget'],
-    properties: { campaign_id: { type: 'string' }, daily_budget: { type: 'number', exclusiveMinimum: 0 }, reason: REASON },
+    // At least a cent: anything less would be proposed as a budget of 0, blocked, and stay in the history.
+    properties: { campaign_id: { type: 'string' }, daily_budget: { type: 'number', minimum: 0.01 }, reason: REASON },
   },
   run: async (input, context) => {
     const campaign = await campaignOf(context, input.campaign_id);
@@ -135,7 +136,8 @@ function targetTool<F extends TargetRequest['field']>(name: string, field: F, de
     parameters: {
       type: 'object',
       required: ['campaign_id', field],
-      properties: { campaign_id: { type: 'string' }, [field]: { type: 'number', exclusiveMinimum: 0 }, reason: REASON },
+      // The smallest values that do not round to 0, as the target endpoint takes them (a cent, a tenth of a percent).
+      properties: { campaign_id: { type: 'string' }, [field]: { type: 'number', minimum: field === 'target_cpa' ? 0.01 : 0.1 }, reason: REASON },
     },
     run: (input, context) => proposeTarget(context, input.campaign_id, { field, value: input[field] } as TargetRequest, input.reason),
   };
