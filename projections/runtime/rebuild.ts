@@ -78,6 +78,17 @@ export class RebuildSwapError extends Error {
   }
 }
 
+/**
+ * The session holding the rebuild's lock (withShadowSchema) ended during the fold: another
+ * rebuild may have used the shadow schema since. Nothing was swapped in; running it again is safe.
+ */
+export class RebuildLockLostError extends Error {
+  constructor(projection: string) {
+    super(`the rebuild of ${projection} lost its lock on the shadow schema (its Postgres session ended) before the swap; nothing was swapped in; run it again`);
+    this.name = 'RebuildLockLostError';
+  }
+}
+
 function sqlState(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
@@ -99,10 +110,10 @@ function sqlState(error: unknown): string | undefined {
 export async function rebuildProjection(options: RebuildOptions): Promise<RebuildResult> {
   const shadow = `${options.schema}_rebuild`;
   // One rebuild of a schema at a time: each drops and fills the shadow schema (see withShadowSchema).
-  return withShadowSchema(options.db, shadow, () => rebuildIn(shadow, options), { onWait: options.onWait });
+  return withShadowSchema(options.db, shadow, (held) => rebuildIn(shadow, options, held), { onWait: options.onWait });
 }
 
-async function rebuildIn(shadow: string, options: RebuildOptions): Promise<RebuildResult> {
+async function rebuildIn(shadow: string, options: RebuildOptions, held: () => Promise<boolean>): Promise<RebuildResult> {
   const { db, schema, projection } = options;
   const batchSize = options.batchSize ?? FOLD_BATCH;
   const started = Date.now();
@@ -122,6 +133,9 @@ async function rebuildIn(shadow: string, options: RebuildOptions): Promise<Rebui
     });
     for (let attempt = 1; ; attempt++) {
       try {
+        // The lock's session ended during the fold: another rebuild may have dropped and filled the
+        // shadow schema since, and its tables must not be swapped in under this fold's checkpoint.
+        if (!(await held())) throw new RebuildLockLostError(projection.name);
         const swapped = await swapIn(options, shadow, folded);
         outcome = { ok: true, value: { ...swapped, durationMs: Date.now() - started } };
         break;

@@ -268,7 +268,12 @@ async function compareReadModels(
 ): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
   const shadow = `${schema}_verify`;
   // Another audit of the schema folds into the same shadow schema: this one waits for it.
-  return withShadowSchema(db, shadow, () => compareReadModelsIn(shadow, db, schema, store, subjects, projections, onProgress), {
+  return withShadowSchema(db, shadow, async (held) => {
+    const compared = await compareReadModelsIn(shadow, db, schema, store, subjects, projections, onProgress);
+    // The lock's session ended meanwhile: another audit may have filled the shadow schema under this one.
+    if (!(await held())) throw new Error(`the audit lost its lock on ${shadow} (its Postgres session ended) while it compared the read models; run it again`);
+    return compared;
+  }, {
     onWait: () => onProgress?.('wait for another audit', 0, 1),
   });
 }

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { PROJECTIONS, projectionNamed } from '../../projections/index.ts';
-import { rebuildProjection, RebuildSwapError } from '../../projections/runtime/rebuild.ts';
+import { rebuildProjection, RebuildLockLostError, RebuildSwapError } from '../../projections/runtime/rebuild.ts';
 import { admissionSealsOf } from '../../projections/runtime/admission-seals.ts';
 import { createLogger } from '../log/logger.ts';
 import { ConfigError, loadConfig, type Config } from '../config/config.ts';
@@ -222,7 +222,7 @@ async function run(command: string[], options: Options, json: boolean, infra: In
         }).catch((error: unknown) => {
           bar.stop();
           // Postgres ended every swap attempt (a deadlock with the live projector, say): nothing changed, and another run can succeed.
-          if (error instanceof RebuildSwapError) throw new CliError(error.message);
+          if (error instanceof RebuildSwapError || error instanceof RebuildLockLostError) throw new CliError(error.message);
           throw error;
         });
         bar.update(result.lastSeq);

@@ -5,7 +5,7 @@ import type { Projection } from '../../projections/runtime/projection.ts';
 import { ensureProjectionTables } from '../../projections/runtime/projection-tables.ts';
 import { listQuarantine, parkEvent } from '../../projections/runtime/quarantine.ts';
 import { retryQuarantined } from '../../projections/runtime/quarantine-retry.ts';
-import { rebuildProjection, RebuildSwapError } from '../../projections/runtime/rebuild.ts';
+import { rebuildProjection, RebuildLockLostError, RebuildSwapError } from '../../projections/runtime/rebuild.ts';
 import { InadmissibleCode } from '../../src/events/event-admission.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
@@ -148,6 +148,43 @@ describe('projection rebuild: the swap against the live projector', function () 
     expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
     expect(await ledgerRows(infra.database.db)).to.deep.equal(before);
     expect(await readCheckpoint(infra.database.db, 'ledger')).to.deep.equal(checkpoint);
+  });
+
+  it('given a rebuild whose lock session ends during the fold, then it swaps nothing in and says so, and the next rebuild completes', async () => {
+    await ensureProjectionTables(infra.database.db, ledgerProjection);
+    const db = infra.database.db;
+    const head = await infra.store.lastSequence();
+    const before = await readCheckpoint(db, 'ledger');
+    let folding: (() => void) | undefined;
+    const started = new Promise<void>((resolve) => (folding = resolve));
+    const slowLedger: Projection = {
+      ...ledgerProjection,
+      async apply(trx, events, context) {
+        await ledgerProjection.apply(trx, events, context);
+        folding!();
+        await sql`select pg_sleep(0.05)`.execute(trx);
+      },
+    };
+    const rebuilding = rebuildProjection({ db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: slowLedger, batchSize: 20 }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    await started;
+    // The backend holding the advisory lock of the shadow schema (a bigint key: classid is its high half, objid its low half).
+    const { rows: [{ key }] } = await sql<{ key: string }>`select hashtextextended(${`shadow-schema:${config.databaseSchema}_rebuild`}, 0)::text as key`.execute(db) as unknown as { rows: [{ key: string }] };
+    const unsigned = BigInt(key) & 0xffffffffffffffffn;
+    const { rows: holders } = await sql<{ pid: number }>`
+      select pid from pg_locks where locktype = 'advisory' and granted and classid = ${String(unsigned >> 32n)}::oid and objid = ${String(unsigned & 0xffffffffn)}::oid
+    `.execute(db);
+    expect(holders).to.have.length(1);
+    await sql`select pg_terminate_backend(${holders[0]!.pid})`.execute(db);
+    const outcome = await rebuilding;
+    expect(outcome).to.be.instanceOf(RebuildLockLostError);
+    expect(await readCheckpoint(db, 'ledger')).to.deep.equal(before);
+    expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
+    const again = await rebuildProjection({ db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: ledgerProjection });
+    expect(again.lastSeq).to.equal(head);
+    await expectEachEventAppliedOnce(infra, head);
   });
 
   it('given a rebuild folding (each batch slowed down), then a second rebuild started meanwhile waits for it instead of dropping its shadow schema, and both complete with every event applied once', async () => {
