@@ -12,7 +12,7 @@ import { NatsUnreachableError } from '../event-store/nats-connection.ts';
 import { EventStreamSetupError } from '../event-store/stream-setup.ts';
 import { SigningKeyError } from '../events/signing/signing-keys.ts';
 import { createAccount, createWorkspace, issueKey, pauseRunStarts, revokeKey, setDistinctApprover, setKillSwitch } from '../operator/operator-commands.ts';
-import { connectGoogleAdsAccount, GoogleAdsCustomerConnectedError, reconnectGoogleAdsAccount } from '../operator/connect-google-ads.ts';
+import { connectGoogleAdsAccount, CustomerConnectionUnknownError, GoogleAdsCustomerConnectedError, reconnectGoogleAdsAccount } from '../operator/connect-google-ads.ts';
 import { CredentialsKeyMissingError } from '../platform/credentials/credential-store.ts';
 import { PlatformUnavailableError } from '../platform/platform-errors.ts';
 import { openInfrastructure, type Infrastructure } from '../runtime/infrastructure.ts';
@@ -334,7 +334,8 @@ async function main(): Promise<number> {
       error instanceof PostgresUnreachableError ||
       error instanceof CredentialsKeyMissingError ||
       error instanceof EventStreamSetupError ||
-      error instanceof GoogleAdsCustomerConnectedError
+      error instanceof GoogleAdsCustomerConnectedError ||
+      error instanceof CustomerConnectionUnknownError
     ) {
       warn(error.message);
       return 1;

@@ -11,6 +11,7 @@ import type { Infrastructure } from '../runtime/infrastructure.ts';
 import type { OperatorResult } from './operator-commands.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
 import { loadWorkspace } from '../../commands/queries.ts';
+import { withSessionLock } from '../db/session-lock.ts';
 
 
 export interface GoogleAdsConnection {
@@ -38,6 +39,20 @@ export class GoogleAdsCustomerConnectedError extends Error {
 }
 
 /**
+ * Whether the customer is connected already cannot be told: the identity read model is behind
+ * the event log (the service's projectors are not running, or catching up after an upgrade).
+ */
+export class CustomerConnectionUnknownError extends Error {
+  constructor(customerId: string) {
+    super(
+      `cannot tell whether Google Ads customer ${customerId} is connected already: the accounts read model is behind the event log ` +
+        '(is the service, with its projectors role, running?); start it, wait until /readyz answers 200, and run the command again',
+    );
+    this.name = 'CustomerConnectionUnknownError';
+  }
+}
+
+/**
  * Creates a Google Ads account. The refresh token is proven at the token endpoint first (a
  * wrong one is refused before anything is written), then sealed into platform_credentials;
  * the AccountCreated event records only the platform and the customer ids. A customer is
@@ -49,18 +64,29 @@ export async function connectGoogleAdsAccount(infra: Infrastructure, connection:
   const workspace = await loadWorkspace(infra.aggregates, connection.workspaceId);
   if (!workspace.state.exists) throw new WorkspaceNotFoundError(connection.workspaceId);
   if (!infra.config.credentialsKey) throw new CredentialsKeyMissingError('so the refresh token could not be stored');
-  // The identity read model after everything stored so far: an account connected a moment ago counts.
-  await waitForProjection(infra.database.db, identityProjection.name, await infra.store.lastSequence(), 5000);
-  const connected = await infra.database.db
-    .selectFrom('accounts')
-    .select(['id', 'workspace_id'])
-    .where('google_ads_customer_id', '=', customerId)
-    .executeTakeFirst();
-  if (connected) throw new GoogleAdsCustomerConnectedError(customerId, connected.id, connected.workspace_id);
+  // One connection of a customer at a time, until the account it makes is visible: two at once
+  // would each find the customer unconnected.
+  return withSessionLock(infra.database.db, `google-ads-customer:${customerId}`, async () => {
+    // The identity read model after everything stored so far: an account connected a moment ago counts.
+    if (!(await waitForProjection(infra.database.db, identityProjection.name, await infra.store.lastSequence(), 5000))) {
+      throw new CustomerConnectionUnknownError(customerId);
+    }
+    const connected = await infra.database.db
+      .selectFrom('accounts')
+      .select(['id', 'workspace_id'])
+      .where('google_ads_customer_id', '=', customerId)
+      .executeTakeFirst();
+    if (connected) throw new GoogleAdsCustomerConnectedError(customerId, connected.id, connected.workspace_id);
+    return createGoogleAdsAccount(infra, connection, customerId, loginCustomerId);
+  });
+}
+
+/** The token proven, sealed, and the account created; the refresh token is removed again if the creation fails. */
+async function createGoogleAdsAccount(infra: Infrastructure, connection: GoogleAdsConnection, customerId: string, loginCustomerId: string | null): Promise<OperatorResult<{ id: string }>> {
   await exchangeRefreshToken(infra.config.googleAds, connection.refreshToken);
 
   const accountId = uuidv7();
-  const credentials = new CredentialStore(infra.database.db, infra.config.credentialsKey);
+  const credentials = new CredentialStore(infra.database.db, infra.config.credentialsKey!);
   await credentials.put(accountId, 'google-ads', connection.refreshToken);
   let result;
   try {

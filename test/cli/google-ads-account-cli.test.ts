@@ -93,6 +93,38 @@ describe('adsagent account create --platform google-ads', function () {
     expect(await svc.service.infrastructure.store.lastSequence()).to.equal(before);
   });
 
+  it('of two creations of one new customer at once, exactly one connects it; the other names that account', async () => {
+    const results = await Promise.all(
+      [1, 2].map(() =>
+        runCli(
+          svc.config,
+          ['account', 'create', '--workspace', workspaceId, '--name', 'Raced', '--platform', 'google-ads', '--customer-id', '6234567890', '--refresh-token-file', tokenFile(fake.issueRefreshToken()), '--json'],
+          60_000,
+          env,
+        ),
+      ),
+    );
+    expect(results.map((r) => r.code).sort()).to.deep.equal([0, 1]);
+    const created = JSON.parse(results.find((r) => r.code === 0)!.stdout).id as string;
+    expect(results.find((r) => r.code === 1)!.stderr).to.include(`Google Ads customer 6234567890 is already connected as account ${created}`);
+  });
+
+  it('refuses to connect while the accounts read model is behind (projectors stopped): it cannot tell, exit 1, nothing recorded', async () => {
+    const projector = svc.service.projectorCopy!.projector!;
+    await projector.stop();
+    try {
+      // Something the identity projection has not applied yet.
+      await runCli(svc.config, ['workspace', 'create', '--name', 'Unseen', '--json']);
+      const before = await svc.service.infrastructure.store.lastSequence();
+      const result = await create(['--customer-id', '7234567890', '--refresh-token-file', tokenFile(fake.issueRefreshToken())]);
+      expect(result.code, result.stderr).to.equal(1);
+      expect(result.stderr).to.include('cannot tell whether Google Ads customer 7234567890 is connected already');
+      expect(await svc.service.infrastructure.store.lastSequence()).to.equal(before);
+    } finally {
+      await projector.start();
+    }
+  });
+
   it('once a Google Ads account exists, a service without CREDENTIALS_KEY refuses to start, saying why', async () => {
     const error = await startService({ ...svc.config, credentialsKey: undefined, roles: ['projectors'] }, createLogger('silent')).catch((e: unknown) => e as ConfigError);
     expect(error).to.be.instanceOf(ConfigError);
