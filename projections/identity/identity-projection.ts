@@ -13,8 +13,7 @@ const IDENTITY_EVENTS: ReadonlySet<string> = new Set(['WorkspaceCreated', 'Accou
  */
 export const identityProjection: Projection = {
   name: 'identity',
-  // 3: accounts.google_ads_customer_id, so one Google Ads customer is connected once.
-  version: 3,
+  version: 2,
   tables: ['api_keys', 'accounts', 'workspaces'],
 
   async createTables(db: Kysely<any>) {
@@ -32,7 +31,6 @@ export const identityProjection: Projection = {
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('platform', 'text', (c) => c.notNull())
       .addColumn('sandbox_seed', 'integer')
-      .addColumn('google_ads_customer_id', 'text')
       .addColumn('created_at', 'timestamptz', (c) => c.notNull())
       .addColumn('last_seq', 'bigint', (c) => c.notNull())
       .execute();
@@ -81,7 +79,6 @@ export const identityProjection: Projection = {
             name: event.data.name,
             platform: event.data.platform,
             sandbox_seed: event.data.sandbox_seed,
-            google_ads_customer_id: event.data.google_ads?.customer_id ?? null,
             created_at: event.time,
             last_seq: seq,
           });

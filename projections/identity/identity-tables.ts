@@ -14,8 +14,6 @@ export interface AccountsTable {
   name: string;
   platform: PlatformKind;
   sandbox_seed: number | null;
-  /** The Google Ads customer (ten digits) of a google-ads account; null for others. */
-  google_ads_customer_id: string | null;
   created_at: ColumnType<Date, string, string>;
   last_seq: number;
 }

@@ -10,7 +10,7 @@ import { exchangeRefreshToken } from '../platform/google-ads/oauth-token-client.
 import type { Infrastructure } from '../runtime/infrastructure.ts';
 import type { OperatorResult } from './operator-commands.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
-import { loadWorkspace } from '../../commands/queries.ts';
+import { loadAccount, loadWorkspace } from '../../commands/queries.ts';
 import { withSessionLock } from '../db/session-lock.ts';
 
 
@@ -71,14 +71,25 @@ export async function connectGoogleAdsAccount(infra: Infrastructure, connection:
     if (!(await waitForProjection(infra.database.db, identityProjection.name, await infra.store.lastSequence(), 5000))) {
       throw new CustomerConnectionUnknownError(customerId);
     }
-    const connected = await infra.database.db
-      .selectFrom('accounts')
-      .select(['id', 'workspace_id'])
-      .where('google_ads_customer_id', '=', customerId)
-      .executeTakeFirst();
-    if (connected) throw new GoogleAdsCustomerConnectedError(customerId, connected.id, connected.workspace_id);
+    const connected = await accountOfCustomer(infra, customerId);
+    if (connected) throw new GoogleAdsCustomerConnectedError(customerId, connected.id, connected.workspaceId);
     return createGoogleAdsAccount(infra, connection, customerId, loginCustomerId);
   });
+}
+
+/**
+ * The account a Google Ads customer is connected as, if any: the read model lists the Google Ads
+ * accounts, and each one's customer is read from its AccountCreated (a few direct gets for an
+ * operator command; no read model keeps customer ids, which would cost a rebuild of the identity
+ * projection, and every API key with it, at the upgrade).
+ */
+async function accountOfCustomer(infra: Infrastructure, customerId: string): Promise<{ id: string; workspaceId: string } | null> {
+  const accounts = await infra.database.db.selectFrom('accounts').select(['id', 'workspace_id']).where('platform', '=', 'google-ads').execute();
+  for (const account of accounts) {
+    const { state } = await loadAccount(infra.aggregates, account.workspace_id, account.id);
+    if (state.googleAds?.customer_id === customerId) return { id: account.id, workspaceId: account.workspace_id };
+  }
+  return null;
 }
 
 /** The token proven, sealed, and the account created; the refresh token is removed again if the creation fails. */
