@@ -27,13 +27,23 @@ export interface AccountState {
   readonly googleAds: GoogleAdsAccountLink | null;
   readonly activeRun: ActiveRun | null;
   readonly runsQueued: number;
+  /**
+   * The ids of the last RECENT_RUN_IDS runs queued (newest last): a StartRun for one of them is a
+   * retry of a request that queued it already (an Idempotency-Key takeover whose first attempt
+   * was only slow), never a second RunQueued of the same run. Bounded, so the state keeps its size.
+   */
+  readonly recentRunIds: readonly string[];
   /** Newest platform change recorded (PlatformChangeObserved), and the ids recorded at exactly that time: what the next import skips. */
   readonly platformChanges: { readonly lastTime: string; readonly idsAtLastTime: readonly string[] };
 }
 
+/** Queued runs an account remembers (see AccountState.recentRunIds). */
+export const RECENT_RUN_IDS = 16;
+
 /** How an account's events fold into its decision state (the decider is account-decider.ts). */
 export const accountFold = {
-  stateVersion: 4,
+  // 5: recentRunIds.
+  stateVersion: 5,
   initialState: (): AccountState => ({
     exists: false,
     name: '',
@@ -43,6 +53,7 @@ export const accountFold = {
     googleAds: null,
     activeRun: null,
     runsQueued: 0,
+    recentRunIds: [],
     platformChanges: { lastTime: '', idsAtLastTime: [] },
   }),
   evolve(state: AccountState, event: DomainEvent): AccountState {
@@ -61,6 +72,7 @@ export const accountFold = {
         return {
           ...state,
           runsQueued: state.runsQueued + 1,
+          recentRunIds: [...state.recentRunIds, event.data.run_id].slice(-RECENT_RUN_IDS),
           activeRun: {
             runId: event.data.run_id,
             status: 'queued',

@@ -29,7 +29,8 @@ export interface StartRun {
 export function decideStartRun(command: StartRun, state: AccountState) {
   if (!state.exists || state.workspaceId !== command.workspaceId) throw new AccountNotFoundError(command.accountId);
   const active = state.activeRun;
-  if (active?.runId === command.runId) return [];
+  // Queued already (and maybe over since): a retry of the request that queued it, not a second run.
+  if (active?.runId === command.runId || state.recentRunIds.includes(command.runId)) return [];
   if (active) throw new RunInProgressError(command.accountId, active.runId, active.status);
   return [
     newEvent(

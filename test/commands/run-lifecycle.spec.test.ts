@@ -45,6 +45,13 @@ describe('run lifecycle decisions (account aggregate)', () => {
     it('refuses a second run while one is queued', () => spec.given([created, queued()]).when(start()).thenThrows(RunInProgressError, 409));
     it('refuses a second run while one is running', () => spec.given([created, queued(), started()]).when(start()).thenThrows(RunInProgressError, 409));
     it('appends nothing for a retry of the active run', () => spec.given([created, queued('run-2')]).when(start('run-2')).thenNothing());
+    it('appends nothing for a run queued before that has ended since (a takeover of a request that was only slow)', () =>
+      spec.given([created, queued('run-2'), started('run-2'), succeeded('run-2')]).when(start('run-2')).thenNothing());
+    it('remembers the last 16 runs queued: a 17th-oldest id is queued anew', () => {
+      const history = Array.from({ length: 17 }, (_, i) => [queued(`r${i}`), started(`r${i}`), succeeded(`r${i}`)]).flat();
+      spec.given([created, ...history]).when(start('r1')).thenNothing();
+      spec.given([created, ...history]).when(start('r0')).then([{ type: 'RunQueued', data: { run_id: 'r0' } }]);
+    });
     it('treats an unknown account as not found', () => spec.given([]).when(start()).thenThrows(AccountNotFoundError, 404));
     it("treats another workspace's account as not found", () => spec.given([created]).when(start('run-2', 'other-ws')).thenThrows(AccountNotFoundError, 404));
   });
