@@ -245,7 +245,7 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
   const checked: string[] = [];
   if (options.readModels && !options.accountId && fromSeq === 1) {
     const { db, schema, projections } = options.readModels;
-    const mismatch = await compareReadModels(db, schema, store, subjects, projections, options.onProgress);
+    const mismatch = await compareReadModels({ db, schema, store, subjects, projections, onProgress: options.onProgress });
     checked.push(...projections.slice(0, mismatch ? mismatch.index + 1 : projections.length).map((projection) => projection.name));
     if (mismatch) return report(mismatch.discrepancy, checked);
   }
@@ -258,18 +258,22 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
  * with the live tables row by row, projection by projection.
  * @returns the first projection (in the given order) whose rows differ, with how
  */
-async function compareReadModels(
-  db: Kysely<Database>,
-  schema: string,
-  store: EventStore,
-  subjects: Subjects,
-  projections: readonly Projection[],
-  onProgress: VerifyOptions['onProgress'],
-): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
+/** What comparing the read models reads: the live schema and its projections, and the log. */
+interface ReadModelComparison {
+  readonly db: Kysely<Database>;
+  readonly schema: string;
+  readonly store: EventStore;
+  readonly subjects: Subjects;
+  readonly projections: readonly Projection[];
+  readonly onProgress: VerifyOptions['onProgress'];
+}
+
+async function compareReadModels(comparison: ReadModelComparison): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
+  const { db, schema, onProgress } = comparison;
   const shadow = `${schema}_verify`;
   // Another audit of the schema folds into the same shadow schema: this one waits for it.
   return withShadowSchema(db, shadow, async (held) => {
-    const compared = await compareReadModelsIn(shadow, db, schema, store, subjects, projections, onProgress);
+    const compared = await compareReadModelsIn(shadow, comparison);
     // The lock's session ended meanwhile: another audit may have filled the shadow schema under this one.
     if (!(await held())) throw new Error(`the audit lost its lock on ${shadow} (its Postgres session ended) while it compared the read models; run it again`);
     return compared;
@@ -280,12 +284,7 @@ async function compareReadModels(
 
 async function compareReadModelsIn(
   shadow: string,
-  db: Kysely<Database>,
-  schema: string,
-  store: EventStore,
-  subjects: Subjects,
-  projections: readonly Projection[],
-  onProgress: VerifyOptions['onProgress'],
+  { db, schema, store, subjects, projections, onProgress }: ReadModelComparison,
 ): Promise<{ readonly index: number; readonly discrepancy: Discrepancy } | null> {
   const snapshot = await db
     .transaction()

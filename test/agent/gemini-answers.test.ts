@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { FakeGeminiServer, FakeStep } from '../support/fake-gemini/fake-gemini-server.ts';
-import { startGeminiTestService, type GeminiTestService } from '../support/gemini-service.ts';
+import { geminiServiceForDescribe } from '../support/gemini-service.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import type { TestService, TestTenant } from '../support/test-service.ts';
 
@@ -11,17 +11,11 @@ const candidate = (parts: unknown[], finishReason = 'STOP', usageMetadata: Recor
 
 describe('Gemini answers a run cannot simply use (the real SDK against the scripted server)', function () {
   this.timeout(60_000);
-  let setup: GeminiTestService;
+  const setup = geminiServiceForDescribe('geminianswers', { GEMINI_MODEL: 'gemini-test', RUN_TIMEOUT_MS: '8000' });
   let svc: TestService;
   let tenant: TestTenant;
   let gemini: FakeGeminiServer;
-
-  before(async () => {
-    setup = await startGeminiTestService('geminianswers', { GEMINI_MODEL: 'gemini-test', RUN_TIMEOUT_MS: '8000' });
-    ({ svc, tenant, gemini } = setup);
-  });
-  after(async () => setup?.stop());
-  beforeEach(() => gemini.requests.splice(0));
+  beforeEach(() => ({ svc, tenant, gemini } = setup.service));
 
   async function runWith(steps: readonly FakeStep[], brief = 'How is my account?'): Promise<any> {
     gemini.script(steps);

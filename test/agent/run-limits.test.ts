@@ -4,24 +4,18 @@ import type { FakeGeminiServer } from '../support/fake-gemini/fake-gemini-server
 import { startAgentWorker } from '../support/agent-worker.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { startGeminiTestService, type GeminiTestService } from '../support/gemini-service.ts';
+import { geminiServiceForDescribe } from '../support/gemini-service.ts';
 
 const toolNames = (request: Record<string, unknown>) =>
   ((request.tools as { functionDeclarations: { name: string }[] }[] | undefined) ?? []).flatMap((t) => t.functionDeclarations.map((d) => d.name));
 
 describe('agent runs within every limit (Gemini through the real SDK, scripted)', function () {
   this.timeout(60_000);
-  let setup: GeminiTestService;
+  const setup = geminiServiceForDescribe('runlimits', { GEMINI_MODEL: 'gemini-test', RUN_TIMEOUT_MS: '4000' });
   let svc: TestService;
   let tenant: TestTenant;
   let gemini: FakeGeminiServer;
-
-  before(async () => {
-    setup = await startGeminiTestService('runlimits', { GEMINI_MODEL: 'gemini-test', RUN_TIMEOUT_MS: '4000' });
-    ({ svc, tenant, gemini } = setup);
-  });
-  after(async () => setup?.stop());
-  beforeEach(() => gemini.requests.splice(0));
+  beforeEach(() => ({ svc, tenant, gemini } = setup.service));
 
   it('answers with Gemini: text, usage summed over steps, agent identity, tool calls recorded', async () => {
     gemini.script([

@@ -47,18 +47,18 @@ describe('a tool error whose text no event may carry', function () {
     await svc?.stop();
   });
 
-  it('given a platform error with U+0000 and a lone surrogate, when the tool fails, then the model and ToolCalled get it sanitised and cut, and the run succeeds', async () => {
-    const tenant = await svc.tenant();
+  /** An agent worker (the one of this file; a previous one is stopped) on `platform` with `model`. */
+  const startWorker = async (platform: AdsPlatform, model: ModelClient) => {
+    await worker?.stop();
     const infra = svc.service.infrastructure;
-    const requests: ModelRequest[] = [];
     worker = new AgentWorker({
       infrastructure: infra,
       executor: {
-        platform: failingSummary(createPlatform(infra.database.db)),
+        platform,
         proposals: new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db)),
-        model: summaryThenAnswer(requests),
-        wallClockMs: 10_000,
-        modelBudgetMs: 10_000,
+        model,
+        wallClockMs: 20_000,
+        modelBudgetMs: 20_000,
       },
       concurrency: 1,
       logger: createLogger('silent'),
@@ -66,6 +66,13 @@ describe('a tool error whose text no event may carry', function () {
       ackWaitMs: 5000,
     });
     await worker.start();
+  };
+
+  it('given a platform error with U+0000 and a lone surrogate, when the tool fails, then the model and ToolCalled get it sanitised and cut, and the run succeeds', async () => {
+    const tenant = await svc.tenant();
+    const infra = svc.service.infrastructure;
+    const requests: ModelRequest[] = [];
+    await startWorker(failingSummary(createPlatform(infra.database.db)), summaryThenAnswer(requests));
 
     const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'Summarise the account');
     const run = await waitForTerminalRun(svc, tenant.keys.write, runId, 15_000);
@@ -95,28 +102,13 @@ describe('a tool error whose text no event may carry', function () {
     });
     const requests: ModelRequest[] = [];
     const turn = (parts: ModelTurn['parts']): ModelTurn => ({ parts, usage: { input_tokens: 1, output_tokens: 1 } });
-    await worker?.stop();
-    worker = new AgentWorker({
-      infrastructure: infra,
-      executor: {
-        platform: huge,
-        proposals: new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db)),
-        model: {
-          identity: { kind: 'rules', model: 'list-keywords-then-answer' },
-          generate: async (request) => {
-            requests.push(request);
-            return requests.length === 1 ? turn([{ kind: 'function_call', call: { name: 'list_keywords', args: {} } }]) : turn([{ kind: 'text', text: 'Listed.' }]);
-          },
-        },
-        wallClockMs: 20_000,
-        modelBudgetMs: 20_000,
+    await startWorker(huge, {
+      identity: { kind: 'rules', model: 'list-keywords-then-answer' },
+      generate: async (request) => {
+        requests.push(request);
+        return requests.length === 1 ? turn([{ kind: 'function_call', call: { name: 'list_keywords', args: {} } }]) : turn([{ kind: 'text', text: 'Listed.' }]);
       },
-      concurrency: 1,
-      logger: createLogger('silent'),
-      shutdownGraceMs: 1000,
-      ackWaitMs: 5000,
     });
-    await worker.start();
 
     const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'List my keywords');
     const run = await waitForTerminalRun(svc, tenant.keys.write, runId, 20_000);

@@ -27,3 +27,27 @@ export async function startGeminiTestService(label: string, env: Record<string, 
     },
   };
 }
+
+/**
+ * A {@link startGeminiTestService} for the calling `describe`: started before its tests, stopped
+ * after them, the scripted server's recorded requests emptied before each test. Read it inside
+ * the tests (the getter throws before `before` ran).
+ *
+ * @example
+ * const gemini = geminiServiceForDescribe('runlimits', { RUN_TIMEOUT_MS: '4000' });
+ * it('…', async () => { gemini.service.gemini.script([...]); await startRun(gemini.service.svc, …); });
+ */
+export function geminiServiceForDescribe(label: string, env: Record<string, string> = {}): { readonly service: GeminiTestService } {
+  let setup: GeminiTestService | undefined;
+  before(async () => {
+    setup = await startGeminiTestService(label, env);
+  });
+  after(async () => setup?.stop());
+  beforeEach(() => setup?.gemini.requests.splice(0));
+  return {
+    get service(): GeminiTestService {
+      if (!setup) throw new Error('geminiServiceForDescribe: read outside a test of its describe');
+      return setup;
+    },
+  };
+}
