@@ -10,10 +10,10 @@ export const RUN_LIMITS = {
   maxSteps: 25,
   /**
    * Largest tool output the model is given and a ToolCalled event keeps (JSON characters, about
-   * 25,000 tokens): longer lists are cut to whole rows with a note saying how to ask for less
-   * (src/agent/tools/fit-output.ts).
+   * 50,000 tokens; the 500 search terms get_search_terms may return fit): longer lists are cut to
+   * whole rows with a note saying how to ask for less (src/agent/tools/fit-output.ts).
    */
-  maxToolOutputChars: 100_000,
+  maxToolOutputChars: 200_000,
   /**
    * Largest tool input kept in a ToolCalled event (JSON characters); larger ones are kept cut.
    * Input and output share one event, which the event log takes up to 1 MB.

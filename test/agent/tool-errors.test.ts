@@ -91,7 +91,7 @@ describe('a tool error whose text no event may carry', function () {
     expect(recorded.map((e) => (e.data as { output: unknown }).output)).to.deep.equal([{ error }]);
   });
 
-  it('given an account of 20,000 keywords, when the model lists them, then it is given whole rows up to 100,000 characters with a note on how to ask for less, and the history records the same', async () => {
+  it('given an account of 20,000 keywords, when the model lists them, then it is given whole rows up to 200,000 characters with a note on how to ask for less, and the history records the same', async () => {
     const tenant = await svc.tenant();
     const infra = svc.service.infrastructure;
     const real = createPlatform(infra.database.db);
@@ -115,7 +115,7 @@ describe('a tool error whose text no event may carry', function () {
     expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
     const told = requests[1]!.conversation.find((entry) => entry.role === 'tool');
     const given = (told?.role === 'tool' ? told.results[0]!.response : undefined) as { keywords: { id: string }[]; cut: { member: string; kept: number; of: number; note: string } };
-    expect(JSON.stringify(given).length).to.be.at.most(100_000);
+    expect(JSON.stringify(given).length).to.be.at.most(200_000);
     expect(given.cut).to.include({ member: 'keywords', of: 20_000 });
     expect(given.cut.kept).to.equal(given.keywords.length).and.be.greaterThan(100).and.below(20_000);
     expect(given.cut.note).to.include('campaign_id');

@@ -20,7 +20,7 @@ const NARROW_IT = 'the output was too long for the model: only the first rows ar
  * string.
  *
  * @example
- * fitOutput({ keywords: rows }, 100_000); // { keywords: rows.slice(0, 812), cut: { member: 'keywords', kept: 812, of: 40_000, note: '…' } }
+ * fitOutput({ keywords: rows }, 200_000); // { keywords: rows.slice(0, 1624), cut: { member: 'keywords', kept: 1624, of: 40_000, note: '…' } }
  */
 export function fitOutput(output: Record<string, unknown>, maxChars: number): Record<string, unknown> {
   const json = JSON.stringify(output);
