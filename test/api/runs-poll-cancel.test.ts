@@ -188,6 +188,32 @@ describe('GET and DELETE /api/v1/runs/{runId}', function () {
       }
     });
 
+    it('answers 503 with Retry-After, not a guess, when the run ended meanwhile and the read model is too far behind to tell how', async () => {
+      const { runId, accountId } = await queueRun();
+      // In the runs read model (GET may answer from the live fold before it is).
+      const { db } = svc.service.infrastructure.database;
+      await eventually(async () => expect(await db.selectFrom('runs').select('id').where('id', '=', runId).executeTakeFirst()).to.not.equal(undefined), 5000);
+      const projector = svc.service.projectorCopy!.projector!;
+      await projector.stop();
+      let restarted = false;
+      try {
+        // Canceled by another DELETE whose effect the read model has not seen (its projector is stopped).
+        await svc.service.infrastructure.commands.handle(accountDecider, {
+          type: 'CancelRun', workspaceId: tenant.workspaceId, accountId, runId, knownStatus: 'queued',
+          meta: { actor: { kind: 'api_key', id: tenant.keyIds.write }, correlationId: runId },
+        });
+        const answer = await cancel(runId);
+        expectProblem(answer, 503, 'service-unavailable');
+        expect(answer.headers.get('retry-after')).to.equal('2');
+        await projector.start();
+        restarted = true;
+        const again = await cancel(runId);
+        expect(`${again.status} ${again.body.status}`).to.equal('200 canceled');
+      } finally {
+        if (!restarted) await projector.start();
+      }
+    });
+
     it('refuses to cancel a running run with 409 run-not-cancelable; the run stays running', async () => {
       const run = await queueRun();
       await claim(run);

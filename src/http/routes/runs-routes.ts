@@ -2,6 +2,7 @@ import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import { fastUuidV7 as uuidv7 } from '../fast-uuid-v7.ts';
 import { AccountNotFoundError, RunNotCancelableError } from '../../../commands/errors.ts';
+import { ServiceUnavailableError } from '../../errors/common-errors.ts';
 import { lastSeqOf } from '../../../commands/shared/handle.ts';
 import { accountDecider } from '../../../commands/account/account-decider.ts';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
@@ -371,8 +372,11 @@ export const cancelRunRoute = route({
       } catch (error) {
         if (!(error instanceof RunNotCancelableError) || error.runStatus === 'running') throw error;
         // The run ended after the read above: canceled by a concurrent DELETE (then this one is
-        // answered as a repeat, 200), or finished (then the 409 names how).
-        await api.barrier.catchUp(RUNS_PROJECTION);
+        // answered as a repeat, 200), or finished (then the 409 names how). A read model too far
+        // behind to tell which is a 503 to retry, not a guess.
+        if (!(await api.barrier.catchUp(RUNS_PROJECTION))) {
+          throw new ServiceUnavailableError('The run has ended, and the read model is too far behind to tell whether it was canceled; retry in a few seconds.', 2);
+        }
         const ended = await findRun(api.db, principal.workspaceId, row.id);
         if (ended?.status !== 'canceled') throw ended && isTerminal(ended.status) ? new RunNotCancelableError(row.id, ended.status) : error;
       }
