@@ -7,6 +7,7 @@ import type { ActionRepresentation } from '../policy/proposal-service.ts';
 import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { ModelError, type ConversationEntry, type FunctionResult, type ModelClient } from './model/model-port.ts';
 import { fitOutput } from './tools/fit-output.ts';
+import { jsonNestingDepth, MAX_JSON_DEPTH } from '../text/json-depth.ts';
 import { RUN_LIMITS } from './run-limits.ts';
 import { systemPrompt } from './system-prompt.ts';
 import { ToolInputError } from './tools/agent-tool.ts';
@@ -292,6 +293,8 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
  */
 function capInput(input: Record<string, unknown>): Record<string, unknown> {
   const json = JSON.stringify(input);
-  if (json.length <= RUN_LIMITS.maxToolInputChars) return JSON.parse(json) as Record<string, unknown>;
+  // Kept as text when too long, or nested deeper than any tool takes (an event refuses values
+  // nested past 64 levels: src/events/canonical-json.ts), so the call is recorded all the same.
+  if (json.length <= RUN_LIMITS.maxToolInputChars && jsonNestingDepth(json) <= MAX_JSON_DEPTH) return JSON.parse(json) as Record<string, unknown>;
   return { truncated_input: clipText(json, RUN_LIMITS.maxToolInputChars), original_chars: json.length };
 }

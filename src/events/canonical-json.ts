@@ -1,10 +1,18 @@
 import canonicalize from 'canonicalize';
 
-/** Deeper than any event; past it the package's own walk (with cycle detection) takes over. */
-const MAX_FAST_DEPTH = 64;
+/**
+ * Deeper than any event (the API's bodies nest 3 levels, tool inputs are flattened past 32):
+ * a value nested deeper is refused (TypeError), by every writer and every reader alike. The
+ * package's walk recurses once per level, so past a few thousand levels its verdict would
+ * depend on how deep the caller's stack already is: one reader could believe an event another
+ * refuses.
+ */
+export const MAX_CANONICAL_DEPTH = 64;
 
 /** Thrown inside the fast walk to hand the whole value to the package. */
 const FALLBACK = Symbol('canonical-json fallback');
+
+const tooDeep = () => new TypeError(`value nested deeper than ${MAX_CANONICAL_DEPTH} levels`);
 
 /**
  * RFC 8785 canonical JSON, byte for byte what the `canonicalize` package returns and with
@@ -15,8 +23,8 @@ const FALLBACK = Symbol('canonical-json fallback');
  * prescribes) write it in one go: about three times faster than the package's string joins
  * at every level. Anything the copy could not carry faithfully (an integer-like key, which
  * objects always enumerate first; a `toJSON`; `undefined` in an array; a function, symbol or
- * bigint; a value nested deeper than any event) is handed to the package instead, so the two
- * never disagree.
+ * bigint) is handed to the package instead, so the two never disagree. A value nested deeper
+ * than {@link MAX_CANONICAL_DEPTH} is refused (TypeError), the same on every stack.
  *
  * @example
  * canonicalJson({ b: 1, a: [true, 'x'] }); // '{"a":[true,"x"],"b":1}'
@@ -29,10 +37,26 @@ export function canonicalJson(value: unknown): string | undefined {
   try {
     copy = sortedCopy(value, 0);
   } catch (error) {
-    if (error === FALLBACK) return canonicalize(value);
-    throw error;
+    if (error !== FALLBACK) throw error;
+    // The package recurses: only a value it can walk in a bounded stack is handed to it.
+    assertNestedWithin(value, MAX_CANONICAL_DEPTH);
+    return canonicalize(value);
   }
   return JSON.stringify(copy);
+}
+
+/** @throws TypeError when arrays and objects in `value` nest deeper than `maxDepth` (walked without recursion). */
+function assertNestedWithin(value: unknown, maxDepth: number): void {
+  const pending: [unknown, number][] = [[value, 0]];
+  const seen = new Set<object>();
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop()!;
+    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    if (depth >= maxDepth) throw tooDeep();
+    // A cycle is the package's to refuse; it is not walked twice here.
+    seen.add(node);
+    for (const child of Array.isArray(node) ? node : Object.values(node)) pending.push([child, depth + 1]);
+  }
 }
 
 /**
@@ -72,7 +96,7 @@ function isInCanonicalOrder(value: unknown, depth: number): boolean {
       return false;
   }
   if (value === null) return true;
-  if (depth >= MAX_FAST_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+  if (depth >= MAX_CANONICAL_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       if (!isInCanonicalOrder(value[i], depth + 1)) return false;
@@ -107,7 +131,8 @@ function sortedCopy(value: unknown, depth: number): unknown {
       throw FALLBACK;
   }
   if (value === null) return null;
-  if (depth >= MAX_FAST_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') throw FALLBACK;
+  // Past the bound the package decides (a cycle is its to refuse), after the bounded walk of canonicalJson.
+  if (depth >= MAX_CANONICAL_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function') throw FALLBACK;
   if (Array.isArray(value)) {
     const copy = new Array<unknown>(value.length);
     for (let i = 0; i < value.length; i++) {

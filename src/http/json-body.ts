@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { MalformedJsonError, PayloadTooLargeError, UnsupportedMediaTypeError } from './problems/http-errors.ts';
 import { assertCleanRequestText } from './hostile-text-guard.ts';
-import { jsonNestingDepth, MAX_JSON_DEPTH } from './json-depth.ts';
+import { jsonNestingDepth, MAX_JSON_DEPTH } from '../text/json-depth.ts';
 import { ValidationError } from '../errors/common-errors.ts';
 import { sanitizeText } from '../text/hostile-text.ts';
 import { clipText } from '../text/clip-text.ts';

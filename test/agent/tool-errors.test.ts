@@ -91,6 +91,32 @@ describe('a tool error whose text no event may carry', function () {
     expect(recorded.map((e) => (e.data as { output: unknown }).output)).to.deep.equal([{ error }]);
   });
 
+  it('given a tool call whose arguments nest 3,000 levels deep (6 KB), then the model is told, the call is recorded as text, and the run succeeds', async () => {
+    const tenant = await svc.tenant();
+    const infra = svc.service.infrastructure;
+    let deep: unknown = 1;
+    for (let i = 0; i < 3_000; i++) deep = [deep];
+    const requests: ModelRequest[] = [];
+    const turn = (parts: ModelTurn['parts']): ModelTurn => ({ parts, usage: { input_tokens: 1, output_tokens: 1 } });
+    await startWorker(createPlatform(infra.database.db), {
+      identity: { kind: 'rules', model: 'deep-arguments' },
+      generate: async (request) => {
+        requests.push(request);
+        return requests.length === 1 ? turn([{ kind: 'function_call', call: { name: 'list_campaigns', args: { deep } } }]) : turn([{ kind: 'text', text: 'Done.' }]);
+      },
+    });
+    const runId = await startRun(svc, tenant.keys.write, tenant.accounts.sandbox, 'List campaigns');
+    const run = await waitForTerminalRun(svc, tenant.keys.write, runId, 20_000);
+    expect(run.status, JSON.stringify(run.error)).to.equal('succeeded');
+    const recorded: Record<string, unknown>[] = [];
+    for await (const { event } of infra.store.readFiltered(infra.subjects.all, 1)) {
+      if (event.correlation_id === runId && event.type === 'ToolCalled') recorded.push((event.data as { input: Record<string, unknown> }).input);
+    }
+    expect(recorded).to.have.length(1);
+    expect(recorded[0]!.truncated_input).to.be.a('string').and.match(/^\{"deep":\[\[\[/);
+    expect(recorded[0]!.original_chars).to.equal(JSON.stringify({ deep }).length);
+  });
+
   it('given an account of 20,000 keywords, when the model lists them, then it is given whole rows up to 200,000 characters with a note on how to ask for less, and the history records the same', async () => {
     const tenant = await svc.tenant();
     const infra = svc.service.infrastructure;

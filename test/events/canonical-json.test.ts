@@ -61,6 +61,24 @@ describe('canonical JSON', () => {
     }
   });
 
+  it('refuses a value nested deeper than 64 levels the same way on every stack, and takes 64', () => {
+    const nested = (depth: number, leaf: unknown = 1): unknown => {
+      let value = leaf;
+      for (let i = 0; i < depth; i++) value = [value];
+      return value;
+    };
+    const deep = nested(3_000);
+    // Fast path, the package's path (an integer-like key hands a value to it), and the writer's order.
+    expect(() => canonicalJson(deep)).to.throw(TypeError, 'nested deeper than 64 levels');
+    expect(() => canonicalJson({ 1: 'integer-like key', x: deep })).to.throw(TypeError, 'nested deeper than 64 levels');
+    expect(() => sealEvent({ ...toolCalled('ws_canon', 'run-1', 1, 30), data: { deep } } as never, GENESIS_HASH)).to.throw(TypeError, 'nested deeper than 64 levels');
+    // The same verdict with thousands of frames already on the stack (the package alone overflowed there).
+    const underFrames = (frames: number): unknown => (frames === 0 ? (() => { try { return canonicalJson({ 1: 'k', x: nested(2_000) }); } catch (error) { return error; } })() : underFrames(frames - 1));
+    expect(underFrames(2_000)).to.be.instanceOf(TypeError);
+    same(nested(63));
+    same({ 1: 'integer-like key', x: nested(62) });
+  });
+
   it('seals events with their members in canonical order, so they are stored that way', () => {
     const sealed = sealEvent(toolCalled('ws_canon', 'run-1', 1, 30), GENESIS_HASH);
     expect(JSON.stringify(sealed)).to.equal(canonicalize(sealed));

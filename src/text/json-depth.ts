@@ -1,8 +1,9 @@
 /**
- * How deep a request body's arrays and objects may nest. The API's bodies nest three levels at
- * most (an approval's `edit.keywords[]`); every walk after the parse (the hostile-text check,
- * the schema, canonical JSON for the idempotency fingerprint) recurses once per level, and a
- * body of a few kilobytes of `[` would otherwise overflow the stack: a 500 for any key holder.
+ * How deep a request body's (or a model's tool input's) arrays and objects may nest. The API's
+ * bodies nest three levels at most (an approval's `edit.keywords[]`); every walk after the parse
+ * (the hostile-text check, the schema, canonical JSON for the idempotency fingerprint or an
+ * event's hash) recurses once per level, and a few kilobytes of `[` would otherwise overflow the
+ * stack: a 500 for any key holder, or a run failed by the text a model was shown.
  */
 export const MAX_JSON_DEPTH = 32;
 
