@@ -59,6 +59,14 @@ class KoaWithFastLanes extends Koa {
  * both need the request id. Routers that carry a fast lane get it run before koa, when the
  * before-routes middleware can stand aside for it (src/http/fast-lane.ts).
  */
+const CLIENT_GONE_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
+
+/** The send failed because the client closed its connection. */
+function clientLeft(error: unknown, ctx: Koa.Context): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CLIENT_GONE_CODES.has(code) && (ctx.req.destroyed || ctx.res.destroyed || ctx.req.socket?.destroyed === true);
+}
+
 export function createHttpApp(options: HttpAppOptions): Koa {
   const { config, logger } = options;
   const lanes = options.routers.map(fastLaneOf).filter((lane): lane is FastLane => lane !== undefined);
@@ -71,6 +79,12 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.silent = true;
   // Only errors after the response started (e.g. a failing body stream) get here; the error handler catches the rest.
   app.on('error', (error: unknown, ctx?: Koa.Context) => {
+    // A client that goes away mid-body (an EventSource closed, a tab, a proxy's timeout) is the
+    // ordinary end of a stream, not a fault: at error level it would drown the real ones.
+    if (ctx && clientLeft(error, ctx)) {
+      logger.debug({ request_id: requestIdOf(ctx), code: (error as { code?: string }).code }, 'client closed the connection while the response was sent');
+      return;
+    }
     logger.error({ err: error, request_id: ctx ? requestIdOf(ctx) : undefined }, 'error while sending a response');
   });
 

@@ -16,8 +16,12 @@ export interface CheckResult {
   readonly detail?: string;
 }
 
-/** Probes answer even under a flood: the rate limiter lets them through (docs/api.md). */
-export const HEALTH_PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+/**
+ * Probes and the metrics scrape answer even under a flood: the rate limiter lets them through
+ * when they come without credentials (docs/api.md). A scraper behind the same address as a
+ * flooder would otherwise go blind during the very event it should record.
+ */
+export const HEALTH_PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Who may read the per-check details of /readyz (they name internals: hosts, lag, errors). */
 export type ReadinessAudience = (ctx: Context) => Promise<boolean>;

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import type { HttpServer } from '../../src/http/http-server.ts';
 import { expectProblemResponse } from '../support/problem.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { eventually } from '../support/eventually.ts';
 import { ECHO_LIMIT_BYTES, PUBLIC_BASE_URL, startTestServer } from './http-test-app.ts';
 
 /** Every problem of this app carries PUBLIC_BASE_URL in its type. */
@@ -137,5 +139,37 @@ describe('http app', () => {
     const response = await fetch(`${server.url}/readyz`);
     expect(response.status).to.equal(200);
     expect(await response.json()).to.deep.equal({ status: 'ready', checks: {} });
+  });
+
+  describe('a client that leaves before the answer', () => {
+    let quiet: HttpServer;
+    const lines: Record<string, unknown>[] = [];
+    before(async () => {
+      const destination = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
+      quiet = await startTestServer({ logger: createLogger('debug', {}, destination) });
+    });
+    after(async () => {
+      await quiet.stop(1000);
+    });
+
+    it('is not an error in the log when it closes a stream (the ordinary end of an EventSource)', async () => {
+      const aborter = new AbortController();
+      const response = await fetch(`${quiet.url}/stream`, { signal: aborter.signal });
+      expect(response.status).to.equal(200);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      aborter.abort();
+      const ended = (line: Record<string, unknown>) => line.msg === 'client closed the connection while the response was sent' || line.msg === 'error while sending a response';
+      await eventually(() => expect(lines.some(ended)).to.equal(true), 2000, 20);
+      expect(lines.filter((line) => line.level === 'error').map((line) => line.msg)).to.deep.equal([]);
+    });
+
+    it('is counted with the status it would have been answered, not 404', async () => {
+      const aborter = new AbortController();
+      const request = fetch(`${quiet.url}/refuse-after-leave`, { signal: aborter.signal }).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      aborter.abort();
+      await request;
+      await eventually(() => expect(lines.find((line) => line.msg === 'http request' && line.path === '/refuse-after-leave')?.status).to.equal(422), 2000, 20);
+    });
   });
 });

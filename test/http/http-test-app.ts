@@ -1,4 +1,6 @@
+import { PassThrough } from 'node:stream';
 import { Router } from '@koa/router';
+import { ValidationError } from '../../src/errors/common-errors.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { ReadinessCheck } from '../../src/http/health-routes.ts';
@@ -30,6 +32,20 @@ export function testRouter(): Router {
   router.get('/slow', async (ctx) => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     ctx.body = { slow: true };
+  });
+  // A stream that goes on until the client leaves (as an SSE stream does).
+  router.get('/stream', (ctx) => {
+    const body = new PassThrough();
+    body.write('data: first\n\n');
+    const timer = setInterval(() => body.write(': keep-alive\n\n'), 20);
+    body.on('close', () => clearInterval(timer));
+    ctx.type = 'text/event-stream';
+    ctx.body = body;
+  });
+  // Refuses the request (422) once its client has already gone.
+  router.get('/refuse-after-leave', async (ctx) => {
+    await new Promise((resolve) => ctx.req.socket.once('close', resolve));
+    throw new ValidationError('refused after the client left');
   });
   return router;
 }

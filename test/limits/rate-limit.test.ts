@@ -132,6 +132,17 @@ describe('rate limits', function () {
         expect(healthz.headers.get('ratelimit')).to.equal(null);
       }
     });
+
+    it('does not limit the metrics scrape, even from an address whose anonymous budget a flood spent', async () => {
+      const flood = await Promise.all(Array.from({ length: ANONYMOUS_BURST * 3 }, () => svc.request('GET', '/api/v1/runs/not-a-run')));
+      expect(flood.map((r) => r.status)).to.include(429);
+      for (let i = 0; i < 5; i++) {
+        const metrics = await svc.request('GET', '/metrics');
+        expect(metrics.status).to.equal(200);
+        expect(metrics.headers.get('ratelimit')).to.equal(null);
+        await metrics.body?.cancel();
+      }
+    });
   });
 
   describe('across processes', () => {

@@ -42,6 +42,9 @@ export function errorHandler(options: { logger: Logger; publicBaseUrl: string })
       const problem = toAppError(error, ctx, requestId, logger);
       if (ctx.headerSent || !ctx.writable) {
         logger.warn({ request_id: requestId, problem: problem.code }, 'error after response started; cannot send problem');
+        // The access log and the metrics count what was answered, or would have been: koa's
+        // default status (404) would count a 429 or a 5xx of a client that left as "not found".
+        if (!ctx.headerSent) ctx.status = toHttpProblem(problem).status;
         return;
       }
       keepOnlyEnvelopeHeaders(ctx);
