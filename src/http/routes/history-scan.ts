@@ -7,8 +7,9 @@ import type { RawStoredMessage } from '../../event-store/event-store.ts';
  * closes every source (each holds a consumer on the server).
  */
 export async function* mergeBySequence(sources: readonly AsyncGenerator<RawStoredMessage>[]): AsyncGenerator<RawStoredMessage> {
-  const heads = await Promise.all(sources.map((source) => source.next()));
   try {
+    // Inside the try: a source whose first read fails must not leave the others' consumers open.
+    const heads = await Promise.all(sources.map((source) => source.next()));
     for (;;) {
       let best = -1;
       for (let i = 0; i < heads.length; i++) {
