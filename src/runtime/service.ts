@@ -66,6 +66,15 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     onReadStall: (stall) => logger.warn({ filter: stall.filter, waiting_for: stall.waitingFor, last_matching: stall.lastMatching }, 'a read of the event stream stalled (its NATS server went away); it goes on with a new consumer'),
   });
   const { database, store, aggregates, commands, nc, js, jsm, subjects } = infrastructure;
+  const foreignKey = infrastructure.signing.foreignActivationKeyId;
+  if (foreignKey !== null) {
+    logger.warn(
+      { stream: config.eventStream, key_id: foreignKey },
+      `signing of this event stream began with key ${foreignKey}, which this process does not hold (a development key of another checkout, or a lost production key): ` +
+        'every event it signed is refused as untrusted and parked; start from the checkout that made them, or set EVENT_SIGNING_KEY_FILE to that key ' +
+        '(EVENT_SIGNING_RETIRED_PUBLIC_KEYS to its public key), or give this checkout EVENT_STREAM and DATABASE_SCHEMA of its own',
+    );
+  }
   watchNatsServerErrors(nc, (message) => logger.error({ nats_error: message }, 'NATS refused an operation; if it is a permission, compare deploy/nats/auth.conf with EVENT_STREAM and EVENT_SUBJECT_PREFIX'));
   // Shutdown order: stop taking requests, let workers finish (they append the runs' last
   // events), then stop projectors so those events are projected, then close connections.

@@ -222,6 +222,36 @@ describe('signed events', function () {
     });
   });
 
+  describe('a stream whose signing began with a key this process does not hold', () => {
+    let config: Config | undefined;
+    after(async () => {
+      if (config) await dropIsolated(config);
+    });
+
+    it('is said at start in one warning naming that key and what to set (another checkout\'s development key, say); the next start of the same key says nothing', async () => {
+      config = isolatedConfig('foreignkey');
+      const first = writeTestSigningKey();
+      const lines: Record<string, unknown>[] = [];
+      const logger = createLogger('info', {}, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+      const started = async (keyFile: string) => {
+        lines.length = 0;
+        const service = await startService({ ...config!, eventSigningKeyFile: keyFile, roles: ['projectors'] }, logger);
+        const appender = new ChainedAppender(service.infrastructure);
+        await appender.append(appender.workspaceSubject(`ws-${lines.length}-${Date.now()}`), workspaceCreated('ws'));
+        await service.stop();
+        return lines.filter((line) => line.level === 'warn' && String(line.msg).startsWith('signing of this event stream began with key'));
+      };
+      expect(await started(first)).to.deep.equal([]);
+      const second = writeTestSigningKey();
+      const warned = await started(second);
+      const firstKeyId = keyIdOf(createPublicKey(readPrivateKeyFile(first)));
+      expect(warned).to.have.length(1);
+      expect(warned[0]!.key_id).to.equal(firstKeyId);
+      expect(String(warned[0]!.msg)).to.include(`began with key ${firstKeyId}, which this process does not hold`).and.include('EVENT_SIGNING_KEY_FILE');
+      expect(await started(second)).to.deep.equal([]);
+    });
+  });
+
   describe('legacy events written before signing existed', () => {
     let config: Config;
     let service: RunningService | undefined;

@@ -48,6 +48,12 @@ export interface EventSigning {
   readonly verifier: EventVerifier;
   /** The public keys as served at GET /api/v1/event-signing-keys. */
   describeKeys(): Promise<PublicKeyDescription[]>;
+  /**
+   * The key signing began with, when the stream's activation record named one this process does
+   * not hold (and was replaced at this start): every event signed by it is refused as untrusted.
+   * Null otherwise.
+   */
+  readonly foreignActivationKeyId: string | null;
 }
 
 /**
@@ -67,9 +73,13 @@ export async function openEventSigning(options: {
   const bucket = signingBucketName(options.stream);
   let kv: KV | undefined;
   let activation;
+  let foreignActivationKeyId: string | null = null;
   if (signer) {
     kv = await new Kvm(options.nc).create(bucket, { history: 5, replicas: options.replicas });
-    activation = await ensureActivation({ kv, store: options.store, stream: options.stream, filter: options.filter, keys, signer });
+    activation = await ensureActivation({
+      kv, store: options.store, stream: options.stream, filter: options.filter, keys, signer,
+      onForeignRecord: (keyId) => (foreignActivationKeyId = keyId),
+    });
     await recordKeyFirstUse(kv, signer.keyId, new Date());
   } else {
     kv = await new Kvm(options.nc).open(bucket).catch(() => undefined);
@@ -82,6 +92,7 @@ export async function openEventSigning(options: {
     signer,
     keys,
     verifier,
+    foreignActivationKeyId,
     describeKeys: async () => {
       const times = kv ? await keyActivationTimes(kv, keys.map((k) => k.keyId)).catch(() => new Map<string, string>()) : new Map<string, string>();
       return describePublicKeys(keys, times);

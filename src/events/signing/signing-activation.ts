@@ -93,6 +93,18 @@ export interface ActivationSetup {
   readonly keys: readonly KnownPublicKey[];
   readonly signer: EventSigner;
   readonly now?: () => Date;
+  /** Told the key id a stored activation record claims when no key of this process verifies it (it is then replaced). */
+  readonly onForeignRecord?: (keyId: string) => void;
+}
+
+/** The key id an activation record claims, unverified (for a message only), or null. */
+function claimedKeyIdOf(text: string): string | null {
+  try {
+    const keyId = (JSON.parse(text) as { key_id?: unknown }).key_id;
+    return typeof keyId === 'string' && /^[0-9a-f]{16}$/.test(keyId) ? keyId : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -108,6 +120,9 @@ export async function ensureActivation(setup: ActivationSetup): Promise<SigningA
     if (entry && entry.operation === 'PUT') {
       const point = verifyActivationRecord(entry.string(), stream, keys);
       if (point) return point;
+      // A record this process cannot verify: signing began with a key it does not hold.
+      const claimed = claimedKeyIdOf(entry.string());
+      if (claimed !== null && attempt === 0) setup.onForeignRecord?.(claimed);
     }
     const firstSigned = await firstSignedSequence(setup.store, setup.filter, keys);
     const body = {
