@@ -10,7 +10,7 @@ import { ChainedAppender } from '../support/chained-appender.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { ledgerProjection, testProjector } from '../support/ledger-projection.ts';
+import { ledgerProjection, slowedProjection, testProjector } from '../support/ledger-projection.ts';
 
 /** Events per subject: a second read model beside the ledger, kept at another checkpoint. */
 const tallyProjection: Projection = {
@@ -82,26 +82,17 @@ describe('audit verify of read models at different checkpoints, folded in one pa
   });
 
   it('given an audit folding (its fold slowed down), then a second audit started meanwhile waits for it, and both find the read models clean', async () => {
-    let firstFolding: (() => void) | undefined;
-    const folding = new Promise<void>((resolve) => (firstFolding = resolve));
-    const slowTally: Projection = {
-      ...tallyProjection,
-      async apply(trx, events, context) {
-        await tallyProjection.apply(trx, events, context);
-        firstFolding!();
-        await sql`select pg_sleep(0.3)`.execute(trx);
-      },
-    };
+    const slow = slowedProjection(tallyProjection, 0.3);
     const audit = (onProgress?: (phase: string) => void) =>
       verifyEventLog({
         store: infra.store,
         subjects: infra.subjects,
         verifier: auditVerifier(infra.signing),
-        readModels: { db: infra.database.db, schema: config.databaseSchema, projections: [slowTally, ledgerProjection] },
+        readModels: { db: infra.database.db, schema: config.databaseSchema, projections: [slow.projection, ledgerProjection] },
         onProgress,
       });
     const first = audit();
-    await folding;
+    await slow.firstBatch;
     const secondPhases = new Set<string>();
     const second = audit((phase) => secondPhases.add(phase));
     const reports = await Promise.all([first, second]);

@@ -5,13 +5,13 @@ import type { Projection } from '../../projections/runtime/projection.ts';
 import { ensureProjectionTables } from '../../projections/runtime/projection-tables.ts';
 import { listQuarantine, parkEvent } from '../../projections/runtime/quarantine.ts';
 import { retryQuarantined } from '../../projections/runtime/quarantine-retry.ts';
-import { rebuildProjection, RebuildLockLostError, RebuildSwapError } from '../../projections/runtime/rebuild.ts';
+import { rebuildProjection, RebuildLockLostError, RebuildSwapError, type RebuildOptions } from '../../projections/runtime/rebuild.ts';
 import { InadmissibleCode } from '../../src/events/event-admission.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
-import { ledgerProjection, ledgerRows, testProjector } from '../support/ledger-projection.ts';
+import { ledgerProjection, ledgerRows, slowedProjection, testProjector } from '../support/ledger-projection.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Config } from '../../src/config/config.ts';
 
@@ -38,6 +38,23 @@ async function expectEachEventAppliedOnce(infra: Infrastructure, head: number): 
   expect(rows.filter((r) => r.applied !== 1)).to.deep.equal([]);
 }
 
+/**
+ * Holds the ledger's checkpoint row (select … for update in an open transaction), as a careful-path
+ * batch or a quarantine retry does, until `release()`; `released` settles when that transaction ended.
+ */
+async function holdCheckpointRow(infra: Infrastructure): Promise<{ release(): void; readonly released: Promise<void> }> {
+  let release: (() => void) | undefined;
+  let locked: (() => void) | undefined;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  const released = infra.database.db.transaction().execute(async (trx) => {
+    await sql`select 1 from projection_checkpoints where projection = 'ledger' for update`.execute(trx);
+    locked!();
+    await new Promise<void>((resolve) => (release = resolve));
+  });
+  await isLocked;
+  return { release: () => release!(), released };
+}
+
 /** Opens the infrastructure of `config` before the describe's tests and closes and drops it after them. */
 function openedForDescribe(config: Config, clientName: string, use: (infra: Infrastructure) => void): void {
   let infra: Infrastructure | undefined;
@@ -57,8 +74,8 @@ describe('projection rebuild: the swap against the live projector', function () 
   let infra: Infrastructure;
   openedForDescribe(config, 'test-rebuild-swap', (opened) => (infra = opened));
 
-  const rebuild = (projection: Projection = ledgerProjection) =>
-    rebuildProjection({ db: infra.database.db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection });
+  const rebuild = (projection: Projection = ledgerProjection, options: Pick<RebuildOptions, 'batchSize' | 'onWait'> = {}) =>
+    rebuildProjection({ db: infra.database.db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection, ...options });
 
   it('given a fast-path batch of the live projector in flight (its apply slowed down), then a rebuild waits for it, swaps in, and every event is applied once with no shadow schema left', async () => {
     let slowSeconds = 0;
@@ -108,18 +125,10 @@ describe('projection rebuild: the swap against the live projector', function () 
 
   it('given the checkpoint row held by someone else for a moment, then the swap is tried again and the rebuild completes', async () => {
     const head = await infra.store.lastSequence();
-    let release: (() => void) | undefined;
-    let locked: (() => void) | undefined;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = infra.database.db.transaction().execute(async (trx) => {
-      await sql`select 1 from projection_checkpoints where projection = 'ledger' for update`.execute(trx);
-      locked!();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await isLocked;
-    setTimeout(() => release!(), 400);
+    const holder = await holdCheckpointRow(infra);
+    setTimeout(() => holder.release(), 400);
     const result = await rebuild();
-    await holder;
+    await holder.released;
     expect(result.lastSeq).to.equal(head);
     expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
     await expectEachEventAppliedOnce(infra, head);
@@ -128,21 +137,13 @@ describe('projection rebuild: the swap against the live projector', function () 
   it('given the checkpoint row held for longer than every swap attempt, then the rebuild fails with a RebuildSwapError, drops its shadow schema, and leaves the live tables and checkpoint as they were', async () => {
     const before = await ledgerRows(infra.database.db);
     const checkpoint = await readCheckpoint(infra.database.db, 'ledger');
-    let release: (() => void) | undefined;
-    let locked: (() => void) | undefined;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = infra.database.db.transaction().execute(async (trx) => {
-      await sql`select 1 from projection_checkpoints where projection = 'ledger' for update`.execute(trx);
-      locked!();
-      await new Promise<void>((resolve) => (release = resolve));
-    });
-    await isLocked;
+    const holder = await holdCheckpointRow(infra);
     const outcome = await rebuild().then(
       () => null,
       (error: unknown) => error,
     );
-    release!();
-    await holder;
+    holder.release();
+    await holder.released;
     expect(outcome).to.be.instanceOf(RebuildSwapError);
     expect((outcome as RebuildSwapError).message).to.match(/could not swap its new tables in after \d+ attempts .*SQLSTATE 55P03.*unchanged/);
     expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
@@ -155,21 +156,12 @@ describe('projection rebuild: the swap against the live projector', function () 
     const db = infra.database.db;
     const head = await infra.store.lastSequence();
     const before = await readCheckpoint(db, 'ledger');
-    let folding: (() => void) | undefined;
-    const started = new Promise<void>((resolve) => (folding = resolve));
-    const slowLedger: Projection = {
-      ...ledgerProjection,
-      async apply(trx, events, context) {
-        await ledgerProjection.apply(trx, events, context);
-        folding!();
-        await sql`select pg_sleep(0.05)`.execute(trx);
-      },
-    };
-    const rebuilding = rebuildProjection({ db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: slowLedger, batchSize: 20 }).then(
+    const slow = slowedProjection(ledgerProjection, 0.05);
+    const rebuilding = rebuild(slow.projection, { batchSize: 20 }).then(
       () => null,
       (error: unknown) => error,
     );
-    await started;
+    await slow.firstBatch;
     // The backend holding the advisory lock of the shadow schema (a bigint key: classid is its high half, objid its low half).
     const { rows: [{ key }] } = await sql<{ key: string }>`select hashtextextended(${`shadow-schema:${config.databaseSchema}_rebuild`}, 0)::text as key`.execute(db) as unknown as { rows: [{ key: string }] };
     const unsigned = BigInt(key) & 0xffffffffffffffffn;
@@ -182,7 +174,7 @@ describe('projection rebuild: the swap against the live projector', function () 
     expect(outcome).to.be.instanceOf(RebuildLockLostError);
     expect(await readCheckpoint(db, 'ledger')).to.deep.equal(before);
     expect(await shadowSchemaLeft(infra, config.databaseSchema)).to.equal(false);
-    const again = await rebuildProjection({ db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: ledgerProjection });
+    const again = await rebuild();
     expect(again.lastSeq).to.equal(head);
     await expectEachEventAppliedOnce(infra, head);
   });
@@ -190,21 +182,11 @@ describe('projection rebuild: the swap against the live projector', function () 
   it('given a rebuild folding (each batch slowed down), then a second rebuild started meanwhile waits for it instead of dropping its shadow schema, and both complete with every event applied once', async () => {
     await ensureProjectionTables(infra.database.db, ledgerProjection);
     const head = await infra.store.lastSequence();
-    const slowLedger: Projection = {
-      ...ledgerProjection,
-      async apply(trx, events, context) {
-        await ledgerProjection.apply(trx, events, context);
-        await sql`select pg_sleep(0.05)`.execute(trx);
-      },
-    };
-    let firstFolding: (() => void) | undefined;
-    const folding = new Promise<void>((resolve) => (firstFolding = resolve));
-    const rebuildOf = (onProgress?: () => void, onWait?: () => void) =>
-      rebuildProjection({ db: infra.database.db, store: infra.store, schema: config.databaseSchema, filterSubject: infra.subjects.all, projection: slowLedger, batchSize: 20, onProgress, onWait });
-    const first = rebuildOf(() => firstFolding!());
-    await folding;
+    const slow = slowedProjection(ledgerProjection, 0.05);
+    const first = rebuild(slow.projection, { batchSize: 20 });
+    await slow.firstBatch;
     let waits = 0;
-    const second = rebuildOf(undefined, () => waits++);
+    const second = rebuild(slow.projection, { batchSize: 20, onWait: () => waits++ });
     const results = await Promise.all([first, second]);
     expect(waits).to.equal(1);
     expect(results.map((r) => r.lastSeq)).to.deep.equal([head, head]);

@@ -75,3 +75,29 @@ export function testProjector(infra: Infrastructure, projection: Projection, opt
 export function ledgerProjector(infra: Infrastructure, options: TestProjectorOptions = {}): Projector {
   return testProjector(infra, ledgerProjection, { ...options, batchSize: options.batchSize ?? 20 });
 }
+
+/**
+ * `projection` with every batch slowed down by `seconds` inside its transaction (a fold or a
+ * projector that takes a while), and a promise that settles when its first batch has been
+ * applied: a test starts something else while it is under way.
+ *
+ * @example
+ * const { projection, firstBatch } = slowedProjection(ledgerProjection, 0.05);
+ * const rebuilding = rebuildProjection({ ...options, projection });
+ * await firstBatch; // the fold is running now
+ */
+export function slowedProjection(projection: Projection, seconds: number): { readonly projection: Projection; readonly firstBatch: Promise<void> } {
+  let applied: (() => void) | undefined;
+  const firstBatch = new Promise<void>((resolve) => (applied = resolve));
+  return {
+    projection: {
+      ...projection,
+      async apply(trx, events, context) {
+        await projection.apply(trx, events, context);
+        applied!();
+        await sql`select pg_sleep(${seconds})`.execute(trx);
+      },
+    },
+    firstBatch,
+  };
+}
