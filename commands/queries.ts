@@ -1,5 +1,5 @@
 import type { LoadedAggregate } from '../src/event-store/aggregate-repository.ts';
-import { streams } from '../src/event-store/subjects.ts';
+import { streams, type SubjectAddress } from '../src/event-store/subjects.ts';
 import { accountDecider } from './account/account-decider.ts';
 import type { AccountState } from './account/account-state.ts';
 import { actionDecider } from './action/action-decider.ts';
@@ -27,11 +27,30 @@ export function loadWorkspace(aggregates: Aggregates, workspaceId: string): Prom
  * right before a change goes live or takes an auto-apply slot: an engage acknowledged a moment
  * ago must not be missed there. One request to the leader more than {@link loadWorkspace}.
  */
-export async function loadWorkspaceFromLeader(aggregates: Aggregates, workspaceId: string): Promise<LoadedAggregate<WorkspaceState>> {
-  const subject = aggregates.subjectOf(streams.workspace(workspaceId));
+export function loadWorkspaceFromLeader(aggregates: Aggregates, workspaceId: string): Promise<LoadedAggregate<WorkspaceState>> {
+  return loadFromLeader(aggregates, streams.workspace(workspaceId), () => loadWorkspace(aggregates, workspaceId));
+}
+
+/**
+ * `load()` again while what it read does not `settle` and the read came from a replica behind
+ * the stream's leader (direct gets on an R3 stream may be answered by any replica), at most
+ * MAX_STALE_RELOADS times: the state the leader has, for a decision taken outside `handle()`
+ * (which confirms its own). Without `settle`, any read behind the leader is read again.
+ *
+ * @example
+ * const account = await loadFromLeader(aggregates, streams.account(ws, acc), () => loadAccount(aggregates, ws, acc),
+ *   (state) => state.activeRun?.runId === runId);
+ */
+export async function loadFromLeader<S>(
+  aggregates: Aggregates,
+  stream: SubjectAddress,
+  load: () => Promise<LoadedAggregate<S>>,
+  settle: (state: S) => boolean = () => false,
+): Promise<LoadedAggregate<S>> {
+  const subject = aggregates.subjectOf(stream);
   for (let reloads = 0; ; reloads++) {
-    const loaded = await loadWorkspace(aggregates, workspaceId);
-    if (reloads >= MAX_STALE_RELOADS || !(await behindLeader(aggregates, subject, loaded.lastSequence))) return loaded;
+    const loaded = await load();
+    if (settle(loaded.state) || reloads >= MAX_STALE_RELOADS || !(await behindLeader(aggregates, subject, loaded.lastSequence))) return loaded;
     await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
   }
 }

@@ -121,12 +121,17 @@ function evolveAction(state: ActionState, event: DomainEvent): ActionState {
       return state.claim?.id === event.data.claim_id ? { ...state, claim: { ...state.claim, leaseUntil: event.data.lease_until } } : state;
     case 'ActionApplyFailed':
       // The attempt is over; the next one (after the backoff) claims afresh.
-      return { ...state, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
+      return attemptEnded(state, {});
     case 'ActionApplied':
-      return { ...state, status: 'applied', claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
+      return attemptEnded(state, { status: 'applied' });
     case 'ActionReturnedToQueue':
-      return { ...state, status: 'returned', autoApplied: false, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
+      return attemptEnded(state, { status: 'returned', autoApplied: false });
     default:
       return state;
   }
+}
+
+/** The attempt under the current claim is over: no claim, and that claim remembered as the one that ended last. */
+function attemptEnded(state: ActionState, change: Partial<Pick<ActionState, 'status' | 'autoApplied'>>): ActionState {
+  return { ...state, ...change, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
 }

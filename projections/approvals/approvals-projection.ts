@@ -6,6 +6,7 @@ import type { EditedFrom } from './approvals-tables.ts';
 import type { ApprovalRow } from './approval-view.ts';
 import type { Projection } from '../runtime/projection.ts';
 import { clipText } from '../../src/text/clip-text.ts';
+import { sharedSettingsOf } from '../../src/policy/policy-context.ts';
 
 export const APPROVALS_PROJECTION = 'approvals';
 
@@ -105,7 +106,7 @@ export const approvalsProjection: Projection = {
           created_at: event.time,
           updated_at: event.time,
           last_seq: seq,
-          ...sharedSettingsOf(event.data.kind, event.data.based_on),
+          ...sharedSettingColumns(event.data.kind, event.data.based_on),
         };
         inserted.push(record);
         insertedRows.add(record);
@@ -128,7 +129,7 @@ export const approvalsProjection: Projection = {
             policy_reasons: after.policy_reasons,
             edited_at: event.time,
             edited_by: `${event.actor.kind}:${event.actor.id}`,
-            ...sharedSettingsOf(row.kind, after.based_on),
+            ...sharedSettingColumns(row.kind, after.based_on),
           });
           break;
         }
@@ -205,17 +206,6 @@ interface ApprovalRecord {
   shared_budget_id: string | null;
 }
 
-/**
- * The shared settings a change writes to, from its basis: a target change of a campaign on a
- * portfolio strategy sets the portfolio's target, a budget change of a shared budget sets that
- * budget. Bases are hostile JSON like every event's data: anything but a string id is none.
- */
-function sharedSettingsOf(kind: string, basedOn: unknown): Pick<ApprovalRecord, 'portfolio_id' | 'shared_budget_id'> {
-  const basis = (typeof basedOn === 'object' && basedOn !== null ? basedOn : {}) as { portfolio_id?: unknown; shared_budget?: { id?: unknown } | null };
-  const portfolio = kind === 'set_target_cpa' || kind === 'set_target_roas' ? basis.portfolio_id : undefined;
-  const budget = kind === 'set_campaign_budget' ? basis.shared_budget?.id : undefined;
-  return { portfolio_id: typeof portfolio === 'string' ? portfolio : null, shared_budget_id: typeof budget === 'string' ? budget : null };
-}
 
 const APPROVAL_COLUMN_TYPES: readonly (readonly [keyof ApprovalRecord, string])[] = [
   ['id', 'text'], ['workspace_id', 'text'], ['account_id', 'text'], ['run_id', 'text'], ['kind', 'text'], ['summary', 'text'],
@@ -248,4 +238,10 @@ function appliedReason(data: ActionAppliedData): string | null {
   const refused = failures.map((f) => `${f.subject}: ${f.message} (${f.error_code})`).join('; ');
   // Events recorded before applied_operations existed name only the refusals.
   return clipText(applied.length > 0 ? `applied ${applied.join(', ')}; refused ${refused}` : `applied except ${refused}`, 4000);
+}
+
+/** The portfolio and shared budget a change sets, as the approvals row keeps them (the learning period reads them). */
+function sharedSettingColumns(kind: string, basedOn: unknown): Pick<ApprovalRecord, 'portfolio_id' | 'shared_budget_id'> {
+  const { portfolioId, sharedBudgetId } = sharedSettingsOf(kind, basedOn);
+  return { portfolio_id: portfolioId, shared_budget_id: sharedBudgetId };
 }

@@ -8,6 +8,7 @@ import { writeCheckpoint } from './checkpoints.ts';
 import { createOwnedTables, ownedTables } from './chain-heads.ts';
 import type { Projection } from './projection.ts';
 import { withShadowSchema } from './shadow-schema-lock.ts';
+import { sqlStateOf } from './apply-failure.ts';
 
 /**
  * Events a fold applies in one transaction, as the live projector's batch: 2,000 rebuilt the
@@ -66,7 +67,7 @@ const swapBackoffMs = (attempt: number) => Math.min(1000, 50 * 2 ** attempt);
 export class RebuildSwapError extends Error {
   readonly code: string | undefined;
   constructor(projection: string, attempts: number, cause: unknown) {
-    const code = sqlState(cause);
+    const code = sqlStateOf(cause) ?? undefined;
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(
       `the rebuild of ${projection} could not swap its new tables in after ${attempts} attempt${attempts === 1 ? '' : 's'} ` +
@@ -89,10 +90,6 @@ export class RebuildLockLostError extends Error {
   }
 }
 
-function sqlState(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 /**
  * Rebuilds a projection from sequence 1 into fresh tables in a shadow schema while the
@@ -140,7 +137,7 @@ async function rebuildIn(shadow: string, options: RebuildOptions, held: () => Pr
         outcome = { ok: true, value: { ...swapped, durationMs: Date.now() - started } };
         break;
       } catch (error) {
-        if (!SWAP_RETRYABLE.has(sqlState(error) ?? '')) throw error;
+        if (!SWAP_RETRYABLE.has(sqlStateOf(error) ?? '')) throw error;
         if (attempt >= SWAP_ATTEMPTS) throw new RebuildSwapError(projection.name, attempt, error);
         await new Promise((resolve) => setTimeout(resolve, swapBackoffMs(attempt)));
       }

@@ -7,7 +7,7 @@ import canonicalize from 'canonicalize';
  * depend on how deep the caller's stack already is: one reader could believe an event another
  * refuses.
  */
-export const MAX_CANONICAL_DEPTH = 64;
+const MAX_CANONICAL_DEPTH = 64;
 
 /** Thrown inside the fast walk to hand the whole value to the package. */
 const FALLBACK = Symbol('canonical-json fallback');
@@ -45,17 +45,27 @@ export function canonicalJson(value: unknown): string | undefined {
   return JSON.stringify(copy);
 }
 
-/** @throws TypeError when arrays and objects in `value` nest deeper than `maxDepth` (walked without recursion). */
+/**
+ * @throws TypeError when arrays and objects in `value` nest deeper than `maxDepth` (walked
+ * without recursion). Depth is counted along each path, so an object shared by two paths is
+ * measured on the deeper one too; a cycle (an object on its own path) is the package's to refuse.
+ */
 function assertNestedWithin(value: unknown, maxDepth: number): void {
-  const pending: [unknown, number][] = [[value, 0]];
-  const seen = new Set<object>();
+  const onPath = new Set<object>();
+  // 'leave' entries take a node off the path once its children were walked.
+  const pending: ({ node: unknown; depth: number } | { leave: object })[] = [{ node: value, depth: 0 }];
   while (pending.length > 0) {
-    const [node, depth] = pending.pop()!;
-    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    const next = pending.pop()!;
+    if ('leave' in next) {
+      onPath.delete(next.leave);
+      continue;
+    }
+    const { node, depth } = next;
+    if (typeof node !== 'object' || node === null || onPath.has(node)) continue;
     if (depth >= maxDepth) throw tooDeep();
-    // A cycle is the package's to refuse; it is not walked twice here.
-    seen.add(node);
-    for (const child of Array.isArray(node) ? node : Object.values(node)) pending.push([child, depth + 1]);
+    onPath.add(node);
+    pending.push({ leave: node });
+    for (const child of Array.isArray(node) ? node : Object.values(node)) pending.push({ node: child, depth: depth + 1 });
   }
 }
 

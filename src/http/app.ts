@@ -51,14 +51,6 @@ class KoaWithFastLanes extends Koa {
   }
 }
 
-/**
- * Assembles the Koa app: request id → API response headers → access log → error handler → rate limiter →
- * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
- * followed by its 405/501 handling).
- * The order matters: the access log must see the status the error handler set, and
- * both need the request id. Routers that carry a fast lane get it run before koa, when the
- * before-routes middleware can stand aside for it (src/http/fast-lane.ts).
- */
 const CLIENT_GONE_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
 
 /** The send failed because the client closed its connection. */
@@ -67,6 +59,14 @@ function clientLeft(error: unknown, ctx: Koa.Context): boolean {
   return typeof code === 'string' && CLIENT_GONE_CODES.has(code) && (ctx.req.destroyed || ctx.res.destroyed || ctx.req.socket?.destroyed === true);
 }
 
+/**
+ * Assembles the Koa app: request id → API response headers → access log → error handler → rate limiter →
+ * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
+ * followed by its 405/501 handling).
+ * The order matters: the access log must see the status the error handler set, and
+ * both need the request id. Routers that carry a fast lane get it run before koa, when the
+ * before-routes middleware can stand aside for it (src/http/fast-lane.ts).
+ */
 export function createHttpApp(options: HttpAppOptions): Koa {
   const { config, logger } = options;
   const lanes = options.routers.map(fastLaneOf).filter((lane): lane is FastLane => lane !== undefined);

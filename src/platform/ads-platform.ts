@@ -14,6 +14,14 @@ export const BIDDING_STRATEGY_TYPES = ['maximize_conversions', 'maximize_convers
 export type BiddingStrategyType = (typeof BIDDING_STRATEGY_TYPES)[number];
 
 export const MATCH_TYPES = ['exact', 'phrase', 'broad'] as const;
+
+/**
+ * A negative keyword as the platforms compare them: trimmed, single-spaced, lower-cased
+ * ("Free  Shipping" and "free shipping" are one negative).
+ */
+export function normaliseNegativeKeyword(text: string): string {
+  return text.trim().replace(/\s+/g, ' ').toLowerCase();
+}
 export type MatchType = (typeof MATCH_TYPES)[number];
 
 export interface BiddingStrategy {

@@ -84,18 +84,19 @@ export interface AppliedChangeLookup {
   lastAppliedChange(accountId: string, campaign: CampaignTies, since: Date, exceptActionId: string | undefined): Promise<PolicyContext['recentChange']>;
 }
 
-/** The ties a draft's basis records: the portfolio of a target change, the shared budget of a budget change. */
-function tiesOfDraft(draft: ActionDraft): KnownTies {
-  switch (draft.kind) {
-    case 'set_target_cpa':
-    case 'set_target_roas':
-      return { portfolioId: draft.based_on.portfolio_id ?? null };
-    case 'set_campaign_budget':
-      return { sharedBudgetId: draft.based_on.shared_budget?.id ?? null };
-    default:
-      return {};
-  }
+/**
+ * The shared settings a change writes to, from its basis: a target change of a campaign on a
+ * portfolio strategy sets the portfolio's target, a budget change of a shared budget sets that
+ * budget. Bases are read from events too (the approvals projection), so anything but a string
+ * id is none.
+ */
+export function sharedSettingsOf(kind: string, basedOn: unknown): { readonly portfolioId: string | null; readonly sharedBudgetId: string | null } {
+  const basis = (typeof basedOn === 'object' && basedOn !== null ? basedOn : {}) as { portfolio_id?: unknown; shared_budget?: { id?: unknown } | null };
+  const portfolio = kind === 'set_target_cpa' || kind === 'set_target_roas' ? basis.portfolio_id : undefined;
+  const budget = kind === 'set_campaign_budget' ? basis.shared_budget?.id : undefined;
+  return { portfolioId: typeof portfolio === 'string' ? portfolio : null, sharedBudgetId: typeof budget === 'string' ? budget : null };
 }
+
 
 /**
  * Reads what the policy needs beyond the draft: the day's baseline of the changed field
@@ -129,7 +130,7 @@ export class PolicyContextReader {
     const banded = bandedChange(draft);
     if (!banded) return { dayBaseline: null, recentChange: null };
     const since = new Date(now.getTime() - POLICY_LIMITS.learningPeriodDays * DAY_MS);
-    const recorded = tiesOfDraft(draft);
+    const recorded = sharedSettingsOf(draft.kind, draft.based_on);
     const campaign: CampaignTies = {
       campaignId: banded.campaignId,
       portfolioId: options.ties?.portfolioId ?? recorded.portfolioId ?? null,

@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
+import type { AccountState } from '../../commands/account/account-state.ts';
 import type { Commands } from '../../commands/command-bus.ts';
 import {
   autoApplyGates,
@@ -20,8 +21,7 @@ import { classifyAction, type Classification } from './classify-action.ts';
 import { autoApplyTouch, bandedChange, PolicyContextReader, tiesOf, utcDay, type AppliedChangeLookup, type KnownTies } from './policy-context.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { quotaDecider } from '../../commands/quota/auto-apply-quota.ts';
-import { loadWorkspaceFromLeader, loadAccount, loadQuota } from '../../commands/queries.ts';
-import { behindLeader, MAX_STALE_RELOADS, STALE_RELOAD_DELAY_MS } from '../../commands/shared/handle.ts';
+import { loadFromLeader, loadWorkspaceFromLeader, loadAccount, loadQuota } from '../../commands/queries.ts';
 import { streams } from '../event-store/subjects.ts';
 
 const DAY_MS = 86_400_000;
@@ -109,12 +109,9 @@ export class ProposalService {
    * The platform's dry run (Google Ads' validateOnly): the refusal's message when the
    * platform would refuse the change, null when it would take it or has no dry run.
    */
-  private async dryRun(request: ProposalRequest): Promise<string | null> {
-    if (!this.platform?.validateChange) return null;
-    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
+  private async dryRun(request: ProposalRequest, ref: PlatformAccountRef | null): Promise<string | null> {
     // Only Google Ads has a dry run.
-    const ref = platformAccountOf(request.accountId, account.state);
-    if (ref?.platform !== 'google-ads') return null;
+    if (!this.platform?.validateChange || ref?.platform !== 'google-ads') return null;
     try {
       await this.platform.validateChange(ref, { kind: request.draft.kind, ...request.draft.params } as PlatformChange);
       return null;
@@ -133,13 +130,10 @@ export class ProposalService {
    * campaign's own without asking. Sandbox budgets are never shared (`SandboxCampaign`);
    * anything that cannot be read stays unread, which the policy classifies `review`.
    */
-  private async measured(request: ProposalRequest): Promise<{ draft: ActionDraft; summary: string; ties: KnownTies }> {
+  private async measured(request: ProposalRequest, ref: PlatformAccountRef | null): Promise<{ draft: ActionDraft; summary: string; ties: KnownTies }> {
     const { draft, summary } = request;
     const banded = bandedChange(draft);
-    if (!banded) return { draft, summary, ties: {} };
-    const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
-    const ref = platformAccountOf(request.accountId, account.state);
-    if (!ref) return { draft, summary, ties: {} };
+    if (!banded || !ref) return { draft, summary, ties: {} };
     if (!this.platform) {
       const unshared = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined && ref.platform === 'sandbox';
       return { draft: unshared ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft, summary, ties: {} };
@@ -174,7 +168,9 @@ export class ProposalService {
 
   async propose(proposed: ProposalRequest): Promise<ActionRepresentation> {
     // Classified and recorded with what the platform says of the budget, which the apply re-check compares.
-    const { draft, summary, ties } = await this.measured(proposed);
+    // The account's platform, read once for the measuring and the dry run.
+    const ref = platformAccountOf(proposed.accountId, (await loadAccount(this.commands.aggregates, proposed.workspaceId, proposed.accountId)).state);
+    const { draft, summary, ties } = await this.measured(proposed, ref);
     const request: ProposalRequest = { ...proposed, draft, summary };
     const now = request.meta.now ?? this.clock();
     const meta = { ...request.meta, now };
@@ -199,7 +195,7 @@ export class ProposalService {
     // Validated before any slot is reserved: a proposal that could never be recorded must
     // not use up one of the account's auto-apply slots of the day.
     assertRecordable(request, proposal(classified.risk_tier, 'queued', classified.policy_reasons));
-    const refused = classified.risk_tier === 'blocked' ? null : await this.dryRun(request);
+    const refused = classified.risk_tier === 'blocked' ? null : await this.dryRun(request, ref);
     // After the slow part (the platform's dry run), before a slot of the day is reserved.
     await this.assertRunStillRunning(request);
     const { riskTier, disposition, reasons } = refused
@@ -231,16 +227,11 @@ export class ProposalService {
   private async assertRunStillRunning(request: ProposalRequest): Promise<void> {
     if (request.runId === null) return;
     assertRunNotStopped(request);
-    const subject = this.commands.aggregates.subjects.forAggregate(streams.account(request.workspaceId, request.accountId));
-    for (let reloads = 0; ; reloads++) {
-      const account = await loadAccount(this.commands.aggregates, request.workspaceId, request.accountId);
-      const active = account.state.activeRun;
-      if (active?.runId === request.runId && active.status === 'running' && active.workerId === request.run.workerId) return;
-      if (reloads >= MAX_STALE_RELOADS || !(await behindLeader(this.commands.aggregates, subject, account.lastSequence))) {
-        throw new ProposingRunEndedError(request.runId, 'is no longer running');
-      }
-      await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
-    }
+    const { runId, run } = request;
+    const { aggregates } = this.commands;
+    const running = (state: AccountState) => state.activeRun?.runId === runId && state.activeRun.status === 'running' && state.activeRun.workerId === run.workerId;
+    const account = await loadFromLeader(aggregates, streams.account(request.workspaceId, request.accountId), () => loadAccount(aggregates, request.workspaceId, request.accountId), running);
+    if (!running(account.state)) throw new ProposingRunEndedError(runId, 'is no longer running');
   }
 
   /**

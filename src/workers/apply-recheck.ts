@@ -1,5 +1,5 @@
 import type { ActionState } from '../../commands/action/action-state.ts';
-import type { AdsPlatform, PlatformAccountRef, PlatformChange, SharedBudget } from '../platform/ads-platform.ts';
+import { normaliseNegativeKeyword, type AdsPlatform, type PlatformAccountRef, type PlatformChange, type SharedBudget } from '../platform/ads-platform.ts';
 
 export type Recheck = { readonly ok: true; readonly change: PlatformChange } | { readonly ok: false; readonly reason: string };
 
@@ -106,10 +106,9 @@ export async function changeAlreadyLive(platform: AdsPlatform, account: Platform
         : same(campaign.bidding_strategy.target_roas_pct, params.target_roas_pct);
     }
     case 'add_negative_keywords': {
-      const normalise = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
-      const present = new Set((await platform.listNegativeKeywords(account, params.campaign_id)).map((n) => `${n.match_type}:${normalise(n.text)}`));
+      const present = new Set((await platform.listNegativeKeywords(account, params.campaign_id)).map((n) => `${n.match_type}:${normaliseNegativeKeyword(n.text)}`));
       const wanted = params.keywords as { text: string; match_type: string }[];
-      return wanted.length > 0 && wanted.every((k) => present.has(`${k.match_type}:${normalise(String(k.text))}`));
+      return wanted.length > 0 && wanted.every((k) => present.has(`${k.match_type}:${normaliseNegativeKeyword(String(k.text))}`));
     }
     case 'pause_keywords': {
       const ids = params.keyword_ids as string[];

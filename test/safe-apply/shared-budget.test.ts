@@ -91,11 +91,13 @@ describe('safe-apply: shared campaign budgets (Google Ads)', function () {
   it('a currency without minor units: a target CPA of 27.5 yen is proposed and classified as the 28 Google will apply (+12 %, review), not +10 % safe', async () => {
     customer.currencyCode = 'JPY';
     try {
-      const boots = (await platform.getCampaign(ref, '111'))!;
+      // A platform of its own: an adapter remembers a customer's currency (it never changes on Google Ads).
+      const yen = createPlatform(svc.service.infrastructure.database.db, svc.config);
+      const boots = (await yen.getCampaign(ref, '111'))!;
       expect(boots.bidding_strategy.target_cpa).to.equal(25);
       const change = targetChangeDraft(boots, { field: 'target_cpa', value: 27.5 });
       if (!change.ok) throw new Error('campaign 111 takes no target CPA');
-      const action = await proposals.propose({
+      const action = await new ProposalService(svc.service.infrastructure.commands, new ApprovalsAppliedChangeLookup(svc.service.infrastructure.database.db), { platform: yen }).propose({
         workspaceId,
         accountId,
         runId: null,

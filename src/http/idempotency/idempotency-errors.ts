@@ -1,5 +1,6 @@
 import { ErrorKind } from '../../errors/app-error.ts';
 import { HttpOnlyError } from '../problems/http-errors.ts';
+import { PROCESSING_LEASE_SECONDS } from './processing-lease.ts';
 
 export class InvalidIdempotencyKeyError extends HttpOnlyError {
   readonly kind = ErrorKind.Validation;
@@ -34,8 +35,8 @@ export class IdempotentRequestInProgressError extends HttpOnlyError {
 export class TakeoverUndecidedError extends HttpOnlyError {
   readonly kind = ErrorKind.Contention;
 
-  /** @param retryAfterSeconds when this takeover's own claim ends. */
-  constructor(retryAfterSeconds: number) {
+  /** @param retryAfterSeconds when this takeover's own claim ends (a whole lease: it was just taken). */
+  constructor(retryAfterSeconds = PROCESSING_LEASE_SECONDS) {
     super(
       'idempotent-request-in-progress',
       `The first attempt of this request stopped before answering, and whether it got as far as its result cannot be told yet; retry in ${retryAfterSeconds} s with the same Idempotency-Key.`,

@@ -2,16 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { PROCESSING_LEASE_SECONDS } from './processing-lease.ts';
 import { IdempotencyKeyReusedError, IdempotentRequestInProgressError, InvalidIdempotencyKeyError } from './idempotency-errors.ts';
 
 /** How long a completed request can be replayed; documented in docs/api.md. */
 export const IDEMPOTENCY_RETENTION_HOURS = 24;
-/**
- * How long a claim protects a request being processed. A POST /runs finishes in well under
- * this (its read barrier waits 3 s at most), so a claim still held after it belongs to a
- * process that died, and a retry takes the request over (same run id, never a second run).
- */
-export const PROCESSING_LEASE_SECONDS = 10;
+export { PROCESSING_LEASE_SECONDS } from './processing-lease.ts';
 
 /** Visible ASCII (RFC 5234 VCHAR, `!` to `~`): no space, no control, nothing that needs escaping in a log line. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

@@ -7,7 +7,7 @@ import type { Principal } from '../../auth/scopes.ts';
 import { ValidationError } from '../../errors/common-errors.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import { targetChangeDraft } from '../../policy/target-change-draft.ts';
-import { idempotencyKeyOf, PROCESSING_LEASE_SECONDS, requestFingerprint } from '../idempotency/idempotency-store.ts';
+import { idempotencyKeyOf, requestFingerprint } from '../idempotency/idempotency-store.ts';
 import { TakeoverUndecidedError } from '../idempotency/idempotency-errors.ts';
 import { headerRef, json, problem, ref, requestIdHeader, responseRef, TEXT_MAX_LENGTH } from '../openapi/openapi-helpers.ts';
 import { toActionRepresentation, type ActionRepresentation } from '../representations/action-representation.ts';
@@ -68,7 +68,7 @@ const handleTarget = (api: ApiContext) => {
   /** The answer the first attempt gave, rebuilt from the approvals read model. */
   const alreadyProposed = async (principal: Principal, accountId: string, campaignId: string, actionId: string): Promise<TargetResponse | undefined> => {
     // Not caught up: whether the first attempt proposed cannot be told; the claim is kept for a retry (see TakeoverUndecidedError).
-    if (!(await api.barrier.catchUp(APPROVALS_PROJECTION))) throw new TakeoverUndecidedError(PROCESSING_LEASE_SECONDS);
+    if (!(await api.barrier.catchUp(APPROVALS_PROJECTION))) throw new TakeoverUndecidedError();
     const row = await findApproval(api.db, principal.workspaceId, accountId, actionId);
     if (!row) return undefined;
     return targetResponse(toActionRepresentation(row, accountId, api.config.publicBaseUrl), accountId, campaignId);

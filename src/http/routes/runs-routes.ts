@@ -10,7 +10,7 @@ import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, findRunActions, isTerminal, runUrl, toRunRepresentation, type RunRow } from '../../../projections/runs/run-view.ts';
 import { toActionRepresentation, type ActionRepresentation } from '../representations/action-representation.ts';
 import type { Principal } from '../../auth/scopes.ts';
-import { idempotencyKeyOf, PROCESSING_LEASE_SECONDS, requestFingerprint } from '../idempotency/idempotency-store.ts';
+import { idempotencyKeyOf, requestFingerprint } from '../idempotency/idempotency-store.ts';
 import { TakeoverUndecidedError } from '../idempotency/idempotency-errors.ts';
 import { headerRef, json, problem, ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { WorkspaceQuotas } from '../quota/workspace-quotas.ts';
@@ -243,7 +243,7 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
       // A takeover follows a crash of the first attempt: its run may already be queued, which
       // only the caught-up read model tells. Not caught up: the claim is kept (not released), so
       // a retry takes it over again with the same run id instead of queueing a second run.
-      if (claim.kind === 'takeover' && !(await api.barrier.catchUp(RUNS_PROJECTION))) throw new TakeoverUndecidedError(PROCESSING_LEASE_SECONDS);
+      if (claim.kind === 'takeover' && !(await api.barrier.catchUp(RUNS_PROJECTION))) throw new TakeoverUndecidedError();
       try {
         const alreadyQueued = claim.kind === 'takeover' ? await findRun(api.db, principal.workspaceId, claim.runId) : undefined;
         const response = alreadyQueued ? creationResponse(claim.runId) : await queueRun(principal, body, claim.runId, requestId);

@@ -1,4 +1,4 @@
-import { MATCH_TYPES, type MatchType, type NegativeKeyword, type PlatformChange } from '../ads-platform.ts';
+import { MATCH_TYPES, normaliseNegativeKeyword, type MatchType, type NegativeKeyword, type PlatformChange } from '../ads-platform.ts';
 import { clipText } from '../../text/clip-text.ts';
 import { CampaignNotFoundError } from '../platform-errors.ts';
 import { ChangeNotApplicableError, KeywordNotFoundError } from '../sandbox/sandbox-errors.ts';
@@ -51,8 +51,6 @@ function money(value: number, label: string, unitMicros: number): number {
   return micros;
 }
 
-/** Lowercased, single-spaced: Google matches negatives case-insensitively, as the sandbox does. */
-const normalise = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
 
 async function campaign(context: ChangeContext, id: string): Promise<GoogleCampaign> {
   const found = await context.findCampaign(id);
@@ -70,10 +68,10 @@ export async function changeOperations(context: ChangeContext, change: PlatformC
   switch (change.kind) {
     case 'add_negative_keywords': {
       const found = await campaign(context, change.campaign_id);
-      const existing = new Set((await context.negatives(found.campaign.id)).map((n) => `${n.match_type}:${normalise(n.text)}`));
+      const existing = new Set((await context.negatives(found.campaign.id)).map((n) => `${n.match_type}:${normaliseNegativeKeyword(n.text)}`));
       const wanted = new Map<string, { text: string; match_type: MatchType }>();
       for (const keyword of change.keywords) {
-        const text = typeof keyword.text === 'string' ? normalise(keyword.text) : '';
+        const text = typeof keyword.text === 'string' ? normaliseNegativeKeyword(keyword.text) : '';
         if (text.length === 0 || text.length > 80) throw new ChangeNotApplicableError(`a negative keyword needs 1–80 characters, not '${clipText(String(keyword.text), 100)}'`);
         if (!MATCH_TYPES.includes(keyword.match_type)) throw new ChangeNotApplicableError(`unknown match type '${clipText(String(keyword.match_type), 20)}'`);
         wanted.set(`${keyword.match_type}:${text}`, { text, match_type: keyword.match_type });

@@ -52,6 +52,8 @@ const METRICS = 'metrics.impressions, metrics.clicks, metrics.cost_micros, metri
  */
 export class GoogleAdsPlatform implements AdsPlatform {
   private readonly transport: GoogleAdsTransport;
+  /** Each customer's currency, by customer id (see currencyOf). */
+  private readonly currencies = new Map<string, string>();
   private readonly now: () => Date;
 
   constructor(
@@ -204,8 +206,19 @@ export class GoogleAdsPlatform implements AdsPlatform {
 
   /** The account currency's minimum unit, as changeOperations rounds amounts to it. */
   async moneyUnit(account: PlatformAccountRef): Promise<number> {
-    const rows = await this.transport.search(this.target(account), 'SELECT customer.currency_code FROM customer');
-    return minimumUnitMicros(text(rows[0] ?? {}, 'customer.currencyCode')) / MICROS_PER_UNIT;
+    return minimumUnitMicros(await this.currencyOf(this.target(account))) / MICROS_PER_UNIT;
+  }
+
+  /**
+   * The customer's currency (ISO 4217). A Google Ads account's currency is fixed when it is
+   * made, so it is asked once per customer, not with every proposal and change.
+   */
+  private async currencyOf(target: GoogleAdsTarget): Promise<string> {
+    const known = this.currencies.get(target.customerId);
+    if (known !== undefined) return known;
+    const currency = text((await this.transport.search(target, 'SELECT customer.currency_code FROM customer'))[0] ?? {}, 'customer.currencyCode');
+    if (currency !== '') this.currencies.set(target.customerId, currency);
+    return currency;
   }
 
   /** change_event rows at or after `since` (never older than Google keeps), oldest first. */
@@ -230,7 +243,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
         target,
         findCampaign: (id) => this.findCampaign(target, id),
         negatives: async (campaignId) => this.listNegativeKeywords(account, campaignId),
-        currency: async () => text((await this.transport.search(target, 'SELECT customer.currency_code FROM customer'))[0] ?? {}, 'customer.currencyCode'),
+        currency: () => this.currencyOf(target),
       },
       change,
     );

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { MATCH_TYPES, type BiddingStrategyType, type MatchType, type PlatformChange } from '../ads-platform.ts';
+import { MATCH_TYPES, normaliseNegativeKeyword, type BiddingStrategyType, type MatchType, type PlatformChange } from '../ads-platform.ts';
 import { CampaignNotFoundError } from '../platform-errors.ts';
 import { ChangeNotApplicableError, KeywordNotFoundError } from './sandbox-errors.ts';
 import { cents } from './sandbox-metrics.ts';
@@ -49,11 +49,6 @@ function amount(value: number, label: string, max: number): number {
   return rounded;
 }
 
-/** Lowercased, single-spaced: the platform matches negatives case-insensitively, so "Free" and "free" are one negative. */
-function normaliseKeyword(text: string): string {
-  return text.trim().replace(/\s+/g, ' ').toLowerCase();
-}
-
 async function loadCampaign(trx: Trx, accountId: string, campaignId: string) {
   const campaign = await trx
     .selectFrom('sandbox_campaigns')
@@ -71,7 +66,7 @@ async function addNegativeKeywords(trx: Trx, accountId: string, campaignId: stri
   await loadCampaign(trx, accountId, campaignId);
   const rows = new Map<string, { account_id: string; campaign_id: string; text: string; match_type: MatchType }>();
   for (const keyword of keywords) {
-    const text = typeof keyword.text === 'string' ? normaliseKeyword(keyword.text) : '';
+    const text = typeof keyword.text === 'string' ? normaliseNegativeKeyword(keyword.text) : '';
     if (text.length === 0 || text.length > 80) throw new ChangeNotApplicableError(`a negative keyword needs 1–80 characters, not '${String(keyword.text)}'`);
     if (!MATCH_TYPES.includes(keyword.match_type)) throw new ChangeNotApplicableError(`unknown match type '${String(keyword.match_type)}'`);
     rows.set(`${keyword.match_type}:${text}`, { account_id: accountId, campaign_id: campaignId, text, match_type: keyword.match_type });
