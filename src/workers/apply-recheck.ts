@@ -3,6 +3,18 @@ import { normaliseNegativeKeyword, type AdsPlatform, type PlatformAccountRef, ty
 
 export type Recheck = { readonly ok: true; readonly change: PlatformChange } | { readonly ok: false; readonly reason: string };
 
+/**
+ * The date range of a keyword read made for the keywords' existence and status, not their
+ * metrics: one recent day. Google Ads keeps metrics by day for 37 months only and refuses a
+ * range that starts earlier (DateRangeError REQUESTED_DATE_GRANULARITY_NOT_SUPPORTED), so an
+ * old "empty" day would fail every re-check of a pause. Yesterday in UTC is a past day in
+ * every account time zone.
+ */
+function attributesOnlyRange(now = new Date()): { from: string; to: string } {
+  const day = new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10);
+  return { from: day, to: day };
+}
+
 const same = (a: unknown, b: unknown) => typeof a === 'number' && typeof b === 'number' ? Math.abs(a - b) < 0.005 : a === b;
 
 /**
@@ -41,7 +53,7 @@ export async function recheckAction(platform: AdsPlatform, account: PlatformAcco
       return { ok: true, change: { kind: 'add_negative_keywords', campaign_id: params.campaign_id, keywords: params.keywords } };
     }
     case 'pause_keywords': {
-      const keywords = await platform.listKeywords(account, { from: '2000-01-01', to: '2000-01-01' });
+      const keywords = await platform.listKeywords(account, attributesOnlyRange());
       for (const id of params.keyword_ids as string[]) {
         if (!keywords.some((k) => k.id === id)) return { ok: false, reason: `keyword ${id} no longer exists` };
       }
@@ -112,7 +124,7 @@ export async function changeAlreadyLive(platform: AdsPlatform, account: Platform
     }
     case 'pause_keywords': {
       const ids = params.keyword_ids as string[];
-      const keywords = await platform.listKeywords(account, { from: '2000-01-01', to: '2000-01-01' });
+      const keywords = await platform.listKeywords(account, attributesOnlyRange());
       return ids.length > 0 && ids.every((id) => keywords.some((k) => k.id === id && k.status === 'paused'));
     }
     default:

@@ -168,8 +168,16 @@ export class ApplyWorker {
       const stopped = await this.killSwitchStops(workspaceId);
       if (stopped) {
         // A takeover of an attempt whose worker died after its platform call: what is live is recorded as applied.
-        if (action.status === 'applying' && account && (await changeAlreadyLive(this.options.platform, account, action))) {
-          return this.recordLiveChange(workspaceId, accountId, actionId, meta, leaseMs);
+        if (action.status === 'applying' && account) {
+          const live = await changeAlreadyLive(this.options.platform, account, action).catch((error: unknown) => {
+            // Whether the change went live cannot be told while the platform is down: ask again later.
+            const trouble = platformTrouble(error);
+            if (trouble?.kind === 'later') return trouble.delayMs;
+            if (trouble || (isAppError(error) && error.code === 'platform-request-refused')) return false;
+            throw error;
+          });
+          if (typeof live === 'number') return live;
+          if (live) return this.recordLiveChange(workspaceId, accountId, actionId, meta, leaseMs);
         }
         return returnToQueue(stopped);
       }
@@ -184,7 +192,9 @@ export class ApplyWorker {
         if (verdict.kind === 'not-safe') return returnToQueue(verdict.reason);
       }
     } catch (error) {
-      // Nothing was changed yet: a lost grant returns the action, an outage or rate limit defers it.
+      // Nothing was changed yet: a lost grant returns the action, an outage or rate limit defers it,
+      // and a read the platform refuses as a request is refused again the same way: a person sees why.
+      if (isAppError(error) && error.code === 'platform-request-refused') return returnToQueue(`the platform refused the apply-time re-check: ${error.message}`);
       const trouble = platformTrouble(error);
       if (!trouble) throw error;
       if (trouble.kind === 'return') return returnToQueue(trouble.reason);

@@ -325,6 +325,20 @@ describe('a Google Ads account through the HTTP API (service process against the
     expect((logs.match(/parked a poison message/g) ?? []).length).to.equal(parkedBefore);
   });
 
+  it('a re-check Google Ads refuses as a request returns the approved action to the queue with Google’s message, not tried again', async () => {
+    const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/222/target`, writeKey, { target_roas_pct: 430, reason: 'room' });
+    expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');
+    // One refusal: left to the pull loop, the message would come again, pass the re-check and apply.
+    fake.failNext(/googleAds:search$/, { kind: 'refused', errorCode: { queryError: 'PROHIBITED_RESOURCE_TYPE_IN_SELECT_CLAUSE' }, message: 'The query was refused.' }, 1, (body) =>
+      String(body.query).includes("FROM campaign WHERE campaign.status != 'REMOVED'"),
+    );
+    const action = await approveAndAwait(proposed.body.id, 'returned');
+    expect(action.status_reason).to.equal(
+      'the platform refused the apply-time re-check: Google Ads: The query was refused. (queryError.PROHIBITED_RESOURCE_TYPE_IN_SELECT_CLAUSE)',
+    );
+    expect(customer().campaigns.get('222')!.maximizeConversionValue!.targetRoas).to.not.equal(4.3);
+  });
+
   it('a grant revoked before the apply-time re-check returns the approved action to the queue, saying to reconnect', async () => {
     const proposed = await request('POST', `/api/v1/accounts/${accountId}/campaigns/666/target`, writeKey, { target_cpa: 34, reason: 'tighten' });
     expect(proposed.body.disposition, JSON.stringify(proposed.body)).to.equal('queued');

@@ -8,6 +8,7 @@ import { startTestService, type TestService, type TestTenant } from '../support/
 import { api, campaignById, campaignsByStrategy, cents, platformAccount, proposeTarget, waitForStatus } from './helpers.ts';
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
+import { GoogleAdsQuotaExhaustedError } from '../../src/platform/google-ads/google-ads-errors.ts';
 
 /**
  * The real sandbox platform behind a decorator that makes applyChange fail a set number of
@@ -61,6 +62,26 @@ class SlowPlatform extends FlakyPlatform {
   }
 }
 
+/** The sandbox behind campaign reads that the platform rate-limits `times` times (1 s each), counting the calls. */
+class RateLimitedReadsPlatform extends FlakyPlatform {
+  refusedReads = 0;
+  private readsLeft: number;
+
+  constructor(inner: AdsPlatform, times: number) {
+    super(inner, 0);
+    this.readsLeft = times;
+    const read = this.getCampaign;
+    this.getCampaign = (a: PlatformAccountRef, id: string) => {
+      if (this.readsLeft > 0) {
+        this.readsLeft--;
+        this.refusedReads++;
+        return Promise.reject(new GoogleAdsQuotaExhaustedError('Too many requests.', 1000));
+      }
+      return read(a, id);
+    };
+  }
+}
+
 describe('apply worker: platform failures and competing workers', function () {
   this.timeout(90_000);
   let svc: TestService;
@@ -77,8 +98,8 @@ describe('apply worker: platform failures and competing workers', function () {
   });
   after(async () => svc?.stop());
 
-  const startWorker = async (platform: AdsPlatform, claimLeaseMs?: number) => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20, claimLeaseMs });
+  const startWorker = async (platform: AdsPlatform, claimLeaseMs?: number, maxDeliveries?: number) => {
+    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20, claimLeaseMs, maxDeliveries });
     await worker.start();
     workers.push(worker);
     return worker;
@@ -315,6 +336,33 @@ describe('apply worker: platform failures and competing workers', function () {
             .map((e) => e.type);
         expect(await history(wentLive.id)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionApplyStarted', 'ActionApplied']);
         expect(await history(neverLive.id)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionReturnedToQueue']);
+      } finally {
+        await api(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key: own.keys.admin });
+      }
+    });
+
+    it('crash, then the kill switch while the platform rate-limits the look: the look comes back later, and the live change is recorded applied, never parked', async () => {
+      const own = await svc.tenant('claims-killswitch-limited');
+      const account = own.accounts.sandbox;
+      const { commands } = svc.service.infrastructure;
+      const { cpa } = await campaignsByStrategy(svc, own.keys.read, account);
+      const ref = await platformAccount(svc, own.workspaceId, account);
+      const target = cents(cpa.bidding_strategy.target_cpa! * 1.04);
+      const action = await proposeTarget(svc, own.keys.write, account, cpa.id, { target_cpa: target, auto_apply: true });
+      expect(action.disposition, JSON.stringify(action)).to.equal('auto_applied');
+      await commands.handle(actionDecider, {
+        type: 'StartApply', workspaceId: own.workspaceId, accountId: account, actionId: action.id, workerId: 'dead-worker', claimId: `dead-${action.id}`, leaseMs: 1000,
+        meta: { actor: { kind: 'worker', id: 'dead-worker' }, correlationId: action.id },
+      });
+      await createPlatform(svc.service.infrastructure.database.db).applyChange(ref, { kind: 'set_target_cpa', campaign_id: cpa.id, target_cpa: target });
+      expect((await api(svc, 'POST', '/api/v1/workspace/kill-switch/engage', { key: own.keys.admin, body: { reason: 'incident' } })).status).to.equal(200);
+      try {
+        // Three refused looks against two deliveries: a look whose failure the pull loop counted would park the message.
+        const platform = new RateLimitedReadsPlatform(createPlatform(svc.service.infrastructure.database.db), 3);
+        await startWorker(platform, 1000, 2);
+        await waitForStatus(svc, own.keys.read, account, action.id, 'applied', 30_000);
+        expect(platform.refusedReads).to.equal(3);
+        expect(platform.applied, 'nothing is sent while the kill switch is engaged').to.equal(0);
       } finally {
         await api(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key: own.keys.admin });
       }

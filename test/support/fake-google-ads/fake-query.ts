@@ -95,6 +95,7 @@ export function runQuery(account: FakeAccount, text: string, now: string): { res
     if (!resource.fields.includes(field)) throw new GaqlError('UNRECOGNIZED_FIELD', `Error in query: unrecognized field in the query: '${field}'.`);
   }
   if (query.from === 'change_event') checkChangeEventQuery(query, now);
+  checkDailyGranularity(query, today);
   const usesMetrics = resource.metrics && [...query.select, ...query.where.map((c) => c.field)].some((f) => f.startsWith('metrics.') || f.startsWith('segments.'));
   let rows = flatRows(account, query.from, usesMetrics);
   const isAfterAggregation = (c: Condition) => c.field.startsWith('metrics.');
@@ -107,6 +108,31 @@ export function runQuery(account: FakeAccount, text: string, now: string): { res
 }
 
 const DAY_MS = 86_400_000;
+
+/** Google keeps metrics by day (segments.date) for this many months (DateRangeError). */
+const DAILY_METRICS_MONTHS = 37;
+
+/**
+ * Google's rule for segments.date: metrics by day are kept for the last 37 months, and a
+ * query whose date range starts before that is refused with DateRangeError
+ * REQUESTED_DATE_GRANULARITY_NOT_SUPPORTED (answered here whether or not the date is selected:
+ * code that works against this stricter reading works against either).
+ */
+function checkDailyGranularity(query: ReturnType<typeof parseGaql>, today: string): void {
+  const earliest = new Date(`${today}T00:00:00Z`);
+  earliest.setUTCMonth(earliest.getUTCMonth() - DAILY_METRICS_MONTHS);
+  const earliestDay = earliest.toISOString().slice(0, 10);
+  for (const c of query.where.filter((w) => w.field === 'segments.date')) {
+    const start = c.op === 'BETWEEN' ? String(c.low) : c.op === '=' || c.op === '>' || c.op === '>=' ? String(c.value) : null;
+    if (start !== null && start < earliestDay) {
+      throw new GaqlError(
+        'REQUESTED_DATE_GRANULARITY_NOT_SUPPORTED',
+        'The requested time granularity is not supported for the date range in the query. Metrics with daily, hourly, or weekly segmentation are only available for the last 37 months.',
+        'dateRangeError',
+      );
+    }
+  }
+}
 
 /**
  * Google's rules for change_event (ChangeEventError): a LIMIT of at most 10,000, and

@@ -24,13 +24,13 @@ export interface GaqlQuery {
 
 export class GaqlError extends Error {
   readonly code: string;
-  readonly family: 'queryError' | 'changeEventError';
+  readonly family: 'queryError' | 'changeEventError' | 'dateRangeError';
 
   constructor(
     code: string,
     message: string,
     /** The GoogleAdsFailure errorCode family the code belongs to. */
-    family: 'queryError' | 'changeEventError' = 'queryError',
+    family: 'queryError' | 'changeEventError' | 'dateRangeError' = 'queryError',
   ) {
     super(message);
     this.code = code;
