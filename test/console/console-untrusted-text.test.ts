@@ -57,6 +57,32 @@ describe('console: untrusted text in a browser', function () {
     expect(await card.getByRole('checkbox', { name: 'Keep "⟨U+202E⟩eerf"' }).count()).to.equal(1);
   });
 
+  it('shows zero-width and tag characters as markers: a negative "fr\\u200Bee" does not read "free", hidden tag text is seen', async () => {
+    const account = tenant.accounts.sandbox;
+    // "IGNORE" in tag characters (U+E0049 …): invisible text, say instructions meant for a model.
+    const hiddenTags = [...'IGNORE'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+    const action = servedApproval(account, 2, {
+      status: 'queued',
+      summary: `Add 1 negative keyword(s) to "fr\u200Bee": ok`,
+      reason: `wasted spend${hiddenTags}`,
+      params: { campaign_id: 'cmp-1', keywords: [{ text: 'fr\u200Bee', match_type: 'exact' }, { text: 'sh\u00ADoes\uFEFF', match_type: 'phrase' }, { text: 'خرید\u200Cها', match_type: 'broad' }] },
+    });
+    await serveApprovals(session.page, () => [action]);
+    await signIn(session.page, `${svc.baseUrl}/console/accounts/${account}/approvals`, tenant.keys.write);
+    const card = actionCard(session.page, action.id);
+    await card.getByText('Waiting for approval').waitFor();
+
+    await card.getByText('Change details').click();
+    const keywords = card.locator('table.keywords tbody tr td:first-child');
+    expect(await readsAs(keywords.nth(0))).to.equal('fr⟨U+200B⟩ee');
+    expect(await readsAs(keywords.nth(1))).to.equal('sh⟨U+00AD⟩oes⟨U+FEFF⟩');
+    // A zero-width non-joiner is part of how Persian is written: shown as it is.
+    expect(await keywords.nth(2).textContent()).to.equal('خرید\u200Cها');
+    expect(await readsAs(card.locator('h2.card-title'))).to.equal('Add 1 negative keyword(s) to "fr⟨U+200B⟩ee": ok');
+    expect(await readsAs(card.locator('.action-reason'))).to.equal('wasted spend⟨U+E0049⟩⟨U+E0047⟩⟨U+E004E⟩⟨U+E004F⟩⟨U+E0052⟩⟨U+E0045⟩');
+    expect(await card.getByRole('checkbox', { name: 'Select: Add 1 negative keyword(s) to "fr⟨U+200B⟩ee": ok' }).count()).to.equal(1);
+  });
+
   it('wraps long unbroken strings: nothing scrolls sideways at 1280 or 375 pixels wide', async () => {
     const account = tenant.accounts.sandbox2;
     const long = (c: string) => c.repeat(600);

@@ -1,4 +1,4 @@
-import { revealBidiControls } from '../text/bidi-controls.ts';
+import { revealHiddenCharacters } from '../text/hidden-characters.ts';
 import { readApiKey } from '../session/api-key-store.ts';
 
 /** An RFC 9457 problem (or a network failure) from the API, in a form views can show. */
@@ -54,8 +54,8 @@ export const REQUEST_TIMEOUT_MS = 30_000;
  * Non-2xx answers become an ApiProblem carrying the problem's detail; no answer within
  * `timeoutMs` (default REQUEST_TIMEOUT_MS) becomes an ApiProblem with status 0 and slug
  * `timeout`, no answer at all one with slug `network`. Aborting `signal` rejects with its
- * AbortError, as fetch does. Problem texts come from the service, so their bidirectional
- * control characters are shown (revealBidiControls), never obeyed.
+ * AbortError, as fetch does. Problem texts come from the service, so their hidden characters
+ * (bidirectional controls, zero-width, tags) are shown (revealHiddenCharacters), never obeyed.
  *
  * @example
  * const { body } = await apiRequest<ListPage<Account>>('GET', '/api/v1/accounts');
@@ -114,8 +114,8 @@ export async function apiRequest<T>(
     const problem = await response.json().catch(() => ({})) as { type?: string; title?: string; detail?: string };
     if (controller.signal.aborted) return failed(new DOMException('aborted', 'AbortError'));
     const slug = typeof problem.type === 'string' ? (problem.type.split('/').pop() ?? 'unknown') : 'unknown';
-    const title = typeof problem.title === 'string' ? revealBidiControls(problem.title) : null;
-    const detail = typeof problem.detail === 'string' ? revealBidiControls(problem.detail) : null;
+    const title = typeof problem.title === 'string' ? revealHiddenCharacters(problem.title) : null;
+    const detail = typeof problem.detail === 'string' ? revealHiddenCharacters(problem.detail) : null;
     const message = detail ?? title ?? unexplained(response.status);
     const failure = new ApiProblem(response.status, slug, message, retryAfterSeconds(response.headers), { title, detail });
     if (response.status === 401 && options.key === undefined) onUnauthorized();

@@ -1,5 +1,5 @@
 import { Fragment } from 'preact';
-import { revealBidiControls } from '../text/bidi-controls.ts';
+import { revealHiddenCharacters } from '../text/hidden-characters.ts';
 import { Untrusted } from './untrusted-text.tsx';
 
 /** Shows a JSON value readably: scalars inline, records as a definition list, the rest as JSON. */
@@ -30,8 +30,8 @@ export function ValueView(props: { value: unknown }) {
 export function JsonBlock(props: { value: unknown; label?: string }) {
   // Strings inside may hold bidirectional control characters: shown as markers, never obeyed.
   const json = JSON.stringify(props.value, null, 2) as string | undefined;
-  const text = json === undefined ? '' : revealBidiControls(json);
-  return <pre class="json" tabIndex={0} aria-label={props.label === undefined ? undefined : revealBidiControls(props.label)}>{text}</pre>;
+  const text = json === undefined ? '' : revealHiddenCharacters(json);
+  return <pre class="json" tabIndex={0} aria-label={props.label === undefined ? undefined : revealHiddenCharacters(props.label)}>{text}</pre>;
 }
 
 /** The parameters of an action; negative keyword lists as a table. */

@@ -6,7 +6,7 @@ import { ActionParams, ValueView } from '../components/value-view.tsx';
 import { Timestamp } from '../components/load-state.tsx';
 import { Untrusted } from '../components/untrusted-text.tsx';
 import { routePaths } from '../routing/routes.ts';
-import { revealBidiControls } from '../text/bidi-controls.ts';
+import { revealHiddenCharacters } from '../text/hidden-characters.ts';
 
 export interface ApprovalCardProps {
   readonly action: Approval;
@@ -90,7 +90,7 @@ export function ApprovalCard(props: ApprovalCardProps) {
             class="select-box"
             checked={props.selected}
             disabled={!enabled}
-            aria-label={`Select: ${revealBidiControls(action.summary)}`}
+            aria-label={`Select: ${revealHiddenCharacters(action.summary)}`}
             onChange={(event) => props.onToggleSelected((event.currentTarget as HTMLInputElement).checked)}
           />
         )}

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Untrusted } from '../components/untrusted-text.tsx';
-import { revealBidiControls } from '../text/bidi-controls.ts';
+import { revealHiddenCharacters } from '../text/hidden-characters.ts';
 import { EDITABLE_FIELDS, MATCH_TYPES, type ActionEdit, type Approval, type EditableKind, type Keyword } from '../api/types.ts';
 
 export interface EditFormProps {
@@ -102,7 +102,7 @@ function KeywordEdit(props: PartProps & { proposed: readonly Keyword[] }) {
                 <input type="checkbox" checked={row.keep} onChange={(event) => change(index, { keep: (event.currentTarget as HTMLInputElement).checked })} />
                 <span>Keep "<Untrusted text={row.text} />"</span>
               </label>
-              <label class="visually-hidden" for={`${props.idBase}-match-${index}`}>Match type of "{revealBidiControls(String(row.text))}"</label>
+              <label class="visually-hidden" for={`${props.idBase}-match-${index}`}>Match type of "{revealHiddenCharacters(String(row.text))}"</label>
               <select id={`${props.idBase}-match-${index}`} value={row.match_type} disabled={!row.keep}
                 onChange={(event) => change(index, { match_type: (event.currentTarget as HTMLSelectElement).value as Keyword['match_type'] })}>
                 {MATCH_TYPES.map((type) => <option key={type} value={type}>{type}</option>)}

@@ -5,7 +5,7 @@ import { LoadState, Timestamp, type Loadable } from '../components/load-state.ts
 import { Untrusted } from '../components/untrusted-text.tsx';
 import { JsonBlock } from '../components/value-view.tsx';
 import { navigate } from '../routing/location.ts';
-import { revealBidiControls } from '../text/bidi-controls.ts';
+import { revealHiddenCharacters } from '../text/hidden-characters.ts';
 import { routePaths } from '../routing/routes.ts';
 import { AccountNav } from './account-nav.tsx';
 
@@ -87,7 +87,7 @@ export function HistoryView(props: { projectId: string; search: URLSearchParams 
           <label for="history-type">Event type</label>
           <select id="history-type" name="type">
             <option value="" selected={type === ''}>All types</option>
-            {(type && !types.includes(type) ? [...types, type] : types).map((value) => <option key={value} value={value} selected={value === type}>{revealBidiControls(value)}</option>)}
+            {(type && !types.includes(type) ? [...types, type] : types).map((value) => <option key={value} value={value} selected={value === type}>{revealHiddenCharacters(value)}</option>)}
           </select>
         </div>
         <button type="submit" class="button-secondary">Apply filters</button>
