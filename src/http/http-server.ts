@@ -55,9 +55,18 @@ function parserProblem(error: Error & { code?: string; rawPacket?: unknown }) {
  * Answers a request node's parser refused (oversized headers or URI, broken HTTP) with an RFC
  * 9457 problem like every other error, instead of node's bare status line.
  */
-function answerClientError(error: Error & { code?: string }, socket: Socket, publicBaseUrl: string): void {
+function answerClientError(error: Error & { code?: string }, socket: Socket, publicBaseUrl: string, answering: Exchange | undefined): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
+    return;
+  }
+  if (answering?.req.complete) {
+    // Bytes after a request read in full and still being answered (pipelined junk): that request
+    // may have run, and its answer is owed. A 400 written now would take its place on the wire,
+    // so the connection is closed after it instead. (A request whose own body broke is answered
+    // 400 below: its handler is still waiting for that body and never ran.)
+    answering.res.shouldKeepAlive = false;
+    answering.res.once('close', () => socket.destroySoon());
     return;
   }
   const { status, reason, requestId, body } = problemOf(parserProblem(error), publicBaseUrl);
@@ -65,6 +74,12 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/** A request and the response being written for it. */
+interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
 }
 
 /** A refusal of the edge as a problem document, with a request id of its own (no middleware ran). */
@@ -108,14 +123,19 @@ export async function startHttpServer(app: Koa, options: HttpServerOptions): Pro
   const { logger } = options;
   const server = createServer();
   const inFlight = new Set<ServerResponse>();
+  /** The exchange under way on each connection, for a parser error that follows its request. */
+  const answering = new WeakMap<Socket, Exchange>();
   let stopping: Promise<void> | undefined;
 
   // Registered before koa's handler so a request is tracked before any of its code runs.
-  server.on('request', (_req, res: ServerResponse) => {
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     inFlight.add(res);
+    const socket = req.socket;
+    answering.set(socket, { req, res });
     if (stopping) res.shouldKeepAlive = false;
     res.once('close', () => {
       inFlight.delete(res);
+      if (answering.get(socket)?.res === res) answering.delete(socket);
       // The socket only counts as idle once node has finished with the response.
       if (stopping) setImmediate(() => server.closeIdleConnections());
     });
@@ -125,7 +145,7 @@ export async function startHttpServer(app: Koa, options: HttpServerOptions): Pro
     if (requestLineTooLong(req)) answerUriTooLong(res, options.publicBaseUrl ?? '');
     else void handle(req, res);
   });
-  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.publicBaseUrl ?? ''));
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => answerClientError(error, socket, options.publicBaseUrl ?? '', answering.get(socket)));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

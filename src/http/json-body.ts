@@ -9,14 +9,17 @@ import { clipText } from '../text/clip-text.ts';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
+/** UTF-8 that throws on any ill-formed sequence; a leading BOM is dropped, as RFC 8259 allows. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * Reads and parses a JSON request body of at most `limitBytes`. Handlers call it
  * explicitly, so routes without a body never buffer one. With `optional`, a body that is
  * absent or empty (even sent chunked) reads as `{}`.
  *
- * @throws MalformedJsonError (400) for a missing, empty or unparsable body.
+ * @throws MalformedJsonError (400) for a missing, empty or unparsable body, or one that is not valid UTF-8.
  * @throws UnsupportedMediaTypeError (415) unless Content-Type is JSON in UTF-8 and the body has
- *   no content coding (gzip…).
+ *   no content coding (gzip…) and no transfer coding but `chunked`.
  * @throws PayloadTooLargeError (413) when the body exceeds `limitBytes`.
  * @throws ValidationError (422) when a string or key holds U+0000, another C0 control
  *   (tab, newline and carriage return excepted) or an unpaired surrogate, which
@@ -35,19 +38,32 @@ export async function readJsonBody(ctx: Context, limitBytes: number, options: { 
     closeAfterResponse(ctx);
     throw UnsupportedMediaTypeError.forContentEncoding(clipText(encoding, 100));
   }
+  // Node's parser undoes `chunked` only: the bytes of `gzip, chunked` would still be gzip.
+  const transfer = ctx.get('Transfer-Encoding').trim();
+  if (transfer !== '' && transfer.toLowerCase() !== 'chunked') {
+    closeAfterResponse(ctx);
+    throw UnsupportedMediaTypeError.forTransferEncoding(clipText(transfer, 100));
+  }
   const declaredLength = ctx.request.length;
   if (declaredLength !== undefined && declaredLength > limitBytes) {
     closeAfterResponse(ctx);
     throw new PayloadTooLargeError(limitBytes);
   }
 
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(ctx.req, { limit: limitBytes, length: declaredLength, encoding: 'utf-8' });
+    bytes = await getRawBody(ctx.req, { limit: limitBytes, length: declaredLength });
   } catch (error) {
     closeAfterResponse(ctx);
     if (rawBodyErrorType(error) === 'entity.too.large') throw new PayloadTooLargeError(limitBytes);
     throw error; // other raw-body errors are http-errors (400 aborted/size mismatch…) the error handler maps.
+  }
+  let text: string;
+  try {
+    // Refused, not repaired: a decoder that replaced bad bytes with U+FFFD would record text the client never sent.
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    throw new MalformedJsonError('the body is not valid UTF-8 (a byte sequence that is not UTF-8, such as an encoded lone surrogate or an overlong form)');
   }
   if (text.trim() === '') {
     if (options.optional) return {};

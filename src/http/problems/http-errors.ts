@@ -49,6 +49,11 @@ export class UnsupportedMediaTypeError extends HttpOnlyError {
   static forContentEncoding(received: string): UnsupportedMediaTypeError {
     return new UnsupportedMediaTypeError(`Received Content-Encoding '${received}'; send the body uncompressed, without a Content-Encoding header.`);
   }
+
+  /** A body in a transfer coding other than chunked (`gzip, chunked`…), which the parser does not undo. */
+  static forTransferEncoding(received: string): UnsupportedMediaTypeError {
+    return new UnsupportedMediaTypeError(`Received Transfer-Encoding '${received}'; send the body uncompressed, with Content-Length or Transfer-Encoding: chunked alone.`);
+  }
 }
 
 export class RouteNotFoundError extends HttpOnlyError {
