@@ -164,23 +164,25 @@ export class ApplyWorker {
 
     const accountState = (await loadAccount(aggregates, workspaceId, accountId)).state;
     const account = platformAccountOf(accountId, accountState);
+    if (action.status === 'applying' && account) {
+      // A takeover (the claim's lease ran out): its worker may have died after its platform call.
+      // What is live is recorded as applied, before any look that could return it (kill switch,
+      // re-check, re-classification): a live change recorded as returned would be counted by no
+      // learning period, and could be approved and sent again.
+      const live = await changeAlreadyLive(this.options.platform, account, action).catch((error: unknown) => {
+        // Whether the change went live cannot be told while the platform is down: ask again later.
+        const trouble = platformTrouble(error);
+        if (trouble?.kind === 'later') return trouble.delayMs;
+        // Refused or not connected: the re-check below meets the same and says why.
+        if (trouble || (isAppError(error) && error.code === 'platform-request-refused')) return false;
+        throw error;
+      });
+      if (typeof live === 'number') return live;
+      if (live) return this.recordLiveChange(workspaceId, accountId, actionId, meta, leaseMs);
+    }
     if (action.autoApplied) {
       const stopped = await this.killSwitchStops(workspaceId);
-      if (stopped) {
-        // A takeover of an attempt whose worker died after its platform call: what is live is recorded as applied.
-        if (action.status === 'applying' && account) {
-          const live = await changeAlreadyLive(this.options.platform, account, action).catch((error: unknown) => {
-            // Whether the change went live cannot be told while the platform is down: ask again later.
-            const trouble = platformTrouble(error);
-            if (trouble?.kind === 'later') return trouble.delayMs;
-            if (trouble || (isAppError(error) && error.code === 'platform-request-refused')) return false;
-            throw error;
-          });
-          if (typeof live === 'number') return live;
-          if (live) return this.recordLiveChange(workspaceId, accountId, actionId, meta, leaseMs);
-        }
-        return returnToQueue(stopped);
-      }
+      if (stopped) return returnToQueue(stopped);
     }
     if (!account) return returnToQueue('the account has no connected advertising-platform account');
     let recheck: Recheck;
@@ -274,8 +276,8 @@ export class ApplyWorker {
 
   /**
    * Records as applied a change the platform already shows in full (see changeAlreadyLive),
-   * under a claim of its own and without a platform call: the kill switch is engaged, and nothing
-   * more may go live.
+   * under a claim of its own and without a platform call: a dead worker made it live, and
+   * sending it again would change nothing (or, with the kill switch engaged, is not allowed).
    */
   private async recordLiveChange(workspaceId: string, accountId: string, actionId: string, meta: CommandMeta, leaseMs: number): Promise<number | null> {
     const { commands } = this.options.infrastructure;
@@ -294,7 +296,7 @@ export class ApplyWorker {
       if (!(error instanceof ApplyClaimLostError)) throw error;
       return null;
     }
-    this.options.logger.info({ action_id: actionId }, 'action found live after its worker died; recorded as applied (the kill switch is engaged: nothing was sent)');
+    this.options.logger.info({ action_id: actionId }, 'action found live after its worker died; recorded as applied (nothing was sent again)');
     this.options.onApplyResult?.('applied');
     return null;
   }
