@@ -5,7 +5,7 @@ import type { Projection } from '../../projections/runtime/projection.ts';
 import type { Database } from '../db/schema.ts';
 import { GENESIS_HASH, type EventEnvelope } from '../events/envelope.ts';
 import { recomputeStoredEventHash } from '../events/event-hash.ts';
-import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
+import { EventSchemaError, eventValidator, type EventValidator } from '../events/event-validator.ts';
 import type { JetStreamEventStore as EventStore } from '../event-store/jetstream-event-store.ts';
 import type { Subjects } from '../event-store/subjects.ts';
 import { EventVerifier, type Verdict } from '../events/signing/event-verifier.ts';
@@ -90,27 +90,78 @@ interface PendingSignature {
   readonly at: ReadPosition;
 }
 
+/** What readChainHeads judges an event by. */
+interface HeadJudge {
+  readonly validator: EventValidator;
+  readonly subjects: Subjects;
+  readonly verifier?: EventVerifier;
+}
+
 /**
- * The hash each subject's chain ends with at `uptoSeq`, as the log says (an event that is not
- * JSON or has no hash leaves its subject's head as it was). Counted in `heads` progress.
+ * The hash each subject's chain ends with at `uptoSeq`, following the chains as the main read
+ * does, so that what was published raw before the range (a replayed copy, junk, a forgery)
+ * cannot stand in for a subject's last event: an event moves its subject's head only when it
+ * is sound (JSON, schema, subject, its own hash) and continues the head, or starts a subject
+ * not seen yet (with its genesis hash, or as the first sound event of a subject whose start
+ * is no longer stored). Only the final head of each subject has its signature checked (with a
+ * verifier): a later event that continued a head vouches for it through its `prev_hash`. A
+ * subject whose final head does not verify is read again with every head checked, so a forged
+ * event that took a head is passed over. Counted in `heads` progress.
  */
 async function readChainHeads(
   store: VerifyOptions['store'],
   filter: string,
   uptoSeq: number,
   heads: Map<string, string>,
+  judge: HeadJudge,
   onProgress: VerifyOptions['onProgress'],
 ): Promise<void> {
+  const headEvents = new Map<string, { seq: number; event: EventEnvelope }>();
+  const follow = (seq: number, subject: string, event: EventEnvelope): void => {
+    const current = heads.get(subject);
+    if (current !== undefined && event.prev_hash !== current) return;
+    heads.set(subject, event.hash);
+    headEvents.set(subject, { seq, event });
+  };
   let read = 0;
   for await (const raw of store.readRaw(filter, 1, uptoSeq)) {
     if (++read % 5000 === 0) onProgress?.('heads', raw.seq, uptoSeq);
-    let hash: unknown;
-    try {
-      hash = (JSON.parse(raw.text) as { hash?: unknown }).hash;
-    } catch {
-      continue;
+    const event = soundEventOf(raw, judge);
+    if (event) follow(raw.seq, raw.subject, event);
+  }
+  const { verifier } = judge;
+  if (!verifier) return;
+  for (const [subject, { seq, event }] of [...headEvents]) {
+    if (believedBy(verifier, event, subject, seq)) continue;
+    heads.delete(subject);
+    headEvents.delete(subject);
+    for await (const raw of store.readRaw(subject, 1, uptoSeq)) {
+      const candidate = soundEventOf(raw, judge);
+      if (candidate && believedBy(verifier, candidate, subject, raw.seq)) follow(raw.seq, subject, candidate);
     }
-    if (typeof hash === 'string') heads.set(raw.subject, hash);
+  }
+}
+
+/** The event a stored message holds when it is sound on its own (not yet its signature), else null. */
+function soundEventOf(raw: { readonly subject: string; readonly text: string }, { validator, subjects }: HeadJudge): EventEnvelope | null {
+  try {
+    const event = JSON.parse(raw.text) as EventEnvelope;
+    validator.assertValid(event);
+    if (typeof event.hash !== 'string' || typeof event.prev_hash !== 'string') return null;
+    if (subjects.forAggregate({ workspaceId: event.workspace_id, accountId: event.account_id, aggregate: event.aggregate }) !== raw.subject) return null;
+    return recomputeStoredEventHash(raw.text, event) === event.hash ? event : null;
+  } catch {
+    return null;
+  }
+}
+
+function believedBy(verifier: EventVerifier, event: EventEnvelope, subject: string, seq: number): boolean {
+  try {
+    verifier.verdict(event, subject, seq);
+    return true;
+  } catch (error) {
+    if (error instanceof UntrustedEventError) return false;
+    throw error;
   }
 }
 
@@ -174,10 +225,10 @@ export async function verifyEventLog(options: VerifyOptions): Promise<VerifyRepo
   const stopAt = async (discrepancy: Discrepancy): Promise<VerifyReport> => (await firstRefusal()) ?? report(discrepancy);
 
   // From a later sequence, each subject's chain continues from the last event before it:
-  // read the heads off the log before the range (hashes only, nothing judged there), or a
-  // replayed copy that is the first event of its subject in the range would go unnoticed.
+  // follow the chains of the log before the range, or a replayed copy that is the first event
+  // of its subject in the range would go unnoticed.
   const headsBefore = new Map<string, string>();
-  if (fromSeq > 1) await readChainHeads(store, filter, fromSeq - 1, headsBefore, options.onProgress);
+  if (fromSeq > 1) await readChainHeads(store, filter, fromSeq - 1, headsBefore, { validator, subjects, verifier: options.verifier }, options.onProgress);
 
   for await (const raw of store.readRaw(filter, fromSeq, head)) {
     events++;

@@ -25,7 +25,7 @@ export async function runEventsTail(infra: Pick<ReaderInfrastructure, 'store' | 
   // read covers the whole stream as it was ever written, a first event is checked to be its
   // subject's first message.
   const wholeStream = from <= 1 && (await infra.store.firstSequence()) === 1;
-  const chains = new SubjectChains(wholeStream ? {} : { firstSeqOf: (subject) => infra.store.firstSeqOf(subject) });
+  const chains = new SubjectChains(wholeStream ? {} : { chainStartOf: (subject) => infra.store.firstGenesisSeqOf(subject) });
   const show = async (admitted: AdmissionResult) => {
     const { result } = await chains.judge(admitted);
     if (!result.ok) {

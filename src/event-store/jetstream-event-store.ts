@@ -5,7 +5,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/nats-core';
-import type { EventEnvelope, UnsealedEvent } from '../events/envelope.ts';
+import { GENESIS_HASH, type EventEnvelope, type UnsealedEvent } from '../events/envelope.ts';
 import { sealEvent } from '../events/event-hash.ts';
 import { eventValidator, type EventValidator } from '../events/event-validator.ts';
 import { EventAdmission, type AdmissionResult } from '../events/event-admission.ts';
@@ -28,6 +28,9 @@ const CONFLICT_CODES = new Set<number>([
   JetStreamApiCodes.StreamWrongLastSequence,
   JetStreamApiCodes.StreamWrongLastSequenceUnknown,
 ]);
+
+/** Messages {@link JetStreamEventStore.firstGenesisSeqOf} looks at before it gives up on a subject (each a direct get). */
+const MAX_MESSAGES_BEFORE_GENESIS = 1_000;
 
 /** Gaps up to this many events are read with direct gets; longer ones with an ordered consumer. */
 const DIRECT_READ_LIMIT = 32;
@@ -301,6 +304,25 @@ export class JetStreamEventStore implements EventStore {
   /** The sequence of the first message still stored on a subject, or null when it has none. One round trip. */
   async firstSeqOf(subject: string): Promise<number | null> {
     return (await this.nextOnSubject(subject, 1))?.seq ?? null;
+  }
+
+  /**
+   * The sequence of the event that starts `subject`'s chain: its first stored message that is
+   * believed (admitted) and names the genesis hash, or null when none of the first
+   * {@link MAX_MESSAGES_BEFORE_GENESIS} is. A message published raw before it (junk, a copy
+   * from another subject, a forgery) is passed over, so it cannot make the genuine first event
+   * look like a replay of itself (src/events/subject-chains.ts).
+   */
+  async firstGenesisSeqOf(subject: string): Promise<number | null> {
+    let from = 1;
+    for (let looked = 0; looked < MAX_MESSAGES_BEFORE_GENESIS; looked++) {
+      const message = await this.nextOnSubject(subject, from);
+      if (!message) return null;
+      const admitted = this.admission.tryAdmit({ seq: message.seq, subject: message.subject, data: message.data });
+      if (admitted.ok && admitted.stored.event.prev_hash === GENESIS_HASH) return message.seq;
+      from = message.seq + 1;
+    }
+    return null;
   }
 
   /** The first message on `subject` at or after `seq` (a direct get), or null; NATS down is EventStoreUnavailableError. */

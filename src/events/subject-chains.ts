@@ -19,12 +19,14 @@ export function chainBrokenDetail(prevHash: string, expected?: string): string {
 
 export interface SubjectChainsOptions {
   /**
-   * The first message still stored on a subject. Asked when an event that names the genesis
-   * hash shows up on a subject the reader has not seen: it starts the subject only when it is
-   * the subject's first message, or it is a replayed copy of that first event. Leave it out only
-   * when the reader reads the stream from its first message and nothing was ever removed.
+   * Where a subject's chain starts: the sequence of its first stored message that is believed
+   * and names the genesis hash (the store's `firstGenesisSeqOf`; messages published raw before
+   * it are passed over). Asked when an event that names the genesis hash shows up on a subject
+   * the reader has not seen: it starts the subject only when it is that event, or it is a
+   * replayed copy of it. Leave it out only when the reader reads the stream from its first
+   * message and nothing was ever removed.
    */
-  readonly firstSeqOf?: (subject: string) => Promise<number | null>;
+  readonly chainStartOf?: (subject: string) => Promise<number | null>;
   /** Subjects followed at once; past it those first seen longest ago are dropped (and judged unknown after). */
   readonly maxSubjects?: number;
 }
@@ -36,12 +38,12 @@ const DEFAULT_MAX_SUBJECTS = 100_000;
  * first event, or from the first believed event at or after an anchor (`anchorFrom`, e.g. a run's
  * RunQueued at the sequence the read model recorded). A validly signed event published again
  * later (a replay) names an older predecessor than the subject's last believed event, or is a
- * first event that is not the subject's first message, and is told apart from the events that
+ * first event that is not where the subject's chain starts, and is told apart from the events that
  * happened. The write model and the projections apply the same rule
  * (projections/runtime/chain-heads.ts).
  *
  * @example
- * const chains = new SubjectChains({ firstSeqOf: (subject) => store.firstSeqOf(subject) }).anchorFrom(accountSubject, queuedSeq);
+ * const chains = new SubjectChains({ chainStartOf: (subject) => store.firstGenesisSeqOf(subject) }).anchorFrom(accountSubject, queuedSeq);
  * for await (const { seq, subject, event } of events) {
  *   if ((await chains.place(seq, subject, event)) === ChainPlace.Broken) markReplayed(seq);
  * }
@@ -49,11 +51,11 @@ const DEFAULT_MAX_SUBJECTS = 100_000;
 export class SubjectChains {
   private readonly heads = new Map<string, string>();
   private readonly anchors = new Map<string, number>();
-  private readonly firstSeqOf: ((subject: string) => Promise<number | null>) | undefined;
+  private readonly chainStartOf: ((subject: string) => Promise<number | null>) | undefined;
   private readonly maxSubjects: number;
 
   constructor(options: SubjectChainsOptions = {}) {
-    this.firstSeqOf = options.firstSeqOf;
+    this.chainStartOf = options.chainStartOf;
     this.maxSubjects = options.maxSubjects ?? DEFAULT_MAX_SUBJECTS;
   }
 
@@ -74,7 +76,7 @@ export class SubjectChains {
         this.anchors.delete(subject);
       } else if (event.prev_hash !== GENESIS_HASH) {
         return ChainPlace.Unknown;
-      } else if (this.firstSeqOf && (await this.firstSeqOf(subject)) !== seq) {
+      } else if (this.chainStartOf && (await this.chainStartOf(subject)) !== seq) {
         return ChainPlace.Broken;
       }
     }

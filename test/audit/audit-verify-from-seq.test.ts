@@ -1,5 +1,8 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
 import { streams } from '../../src/event-store/subjects.ts';
+import { workspaceCreated } from '../support/event-factory.ts';
 import { runCli } from '../support/cli.ts';
 import { startRun, waitForTerminalRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
@@ -45,6 +48,33 @@ describe('adsagent audit verify --from-seq: a replay is caught wherever the rang
       expect(code).to.equal(1);
     });
   }
+
+  it('given a copy of an older event published before the range, when the range starts at a copy of the event after it, then that copy is still chain_broken', async () => {
+    const infra = svc.service.infrastructure;
+    const genuine: number[] = [];
+    for await (const raw of infra.store.readRaw(subject, 1, replayedSeq - 1)) genuine.push(raw.seq);
+    const [earlier, later] = genuine.slice(-2) as [number, number];
+    // The copy of `earlier` would end the chain before the range if heads were read off the log unjudged:
+    // the copy of `later`, which names `earlier` as its predecessor, would then look like it continues it.
+    await infra.js.publish(subject, (await infra.store.rawAt(earlier))!.data);
+    const second = (await infra.js.publish(subject, (await infra.store.rawAt(later))!.data)).seq;
+    const { code, report } = await verifyFrom(second);
+    expect(report.discrepancy).to.deep.include({ kind: 'chain_broken', seq: second, subject });
+    expect(code).to.equal(1);
+  });
+
+  it('given a genuine event copied onto a subject before its first event, when the range starts at that first event, then it verifies', async () => {
+    const infra = svc.service.infrastructure;
+    const workspaceId = randomUUID();
+    const fresh = infra.subjects.forAggregate({ workspaceId, accountId: null, aggregate: { type: 'workspace', id: workspaceId } });
+    // Signed bytes of another subject's event: refused there (its envelope names another subject), and no part of the new chain.
+    const copied = (await infra.js.publish(fresh, (await infra.store.rawAt(replayedSeq))!.data)).seq;
+    const [created] = await infra.store.append(fresh, [workspaceCreated(workspaceId)], { lastSequence: copied, lastHash: GENESIS_HASH });
+    const { code, report } = await verifyFrom(created!.seq);
+    expect(report.discrepancy, JSON.stringify(report.discrepancy)).to.equal(null);
+    expect(report.ok).to.equal(true);
+    expect(code).to.equal(0);
+  });
 
   it('given a message whose subject and type carry terminal escape sequences, then the report prints them inert', async () => {
     const infra = svc.service.infrastructure;

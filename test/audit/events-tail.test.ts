@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { GENESIS_HASH } from '../../src/events/envelope.ts';
+import { workspaceCreated } from '../support/event-factory.ts';
 import { streams } from '../../src/event-store/subjects.ts';
 import { runCli, spawnCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
@@ -105,6 +108,21 @@ describe('adsagent events tail', function () {
     expect(replay).to.not.have.property('type');
     expect(printed.filter((line) => line.type === 'RunQueued' && line.seq === queuedSeq)).to.have.length(1);
   });
+  it('from a later sequence, a subject with junk published before its first event: the junk is corrupt, the genuine first event is an event', async () => {
+    const infra = svc.service.infrastructure;
+    const workspaceId = randomUUID();
+    const subject = infra.subjects.forAggregate({ workspaceId, accountId: null, aggregate: { type: 'workspace', id: workspaceId } });
+    // A message on the subject before its first event: were the chain's start its first message,
+    // the genuine WorkspaceCreated would print as a replayed copy of itself.
+    const junk = (await infra.js.publish(subject, '{"not":"an event"}')).seq;
+    const [created] = await infra.store.append(subject, [workspaceCreated(workspaceId)], { lastSequence: junk, lastHash: GENESIS_HASH });
+    const result = await runCli(svc.config, ['events', 'tail', '--from-seq', String(junk)]);
+    expect(result.code, result.stderr).to.equal(0);
+    const printed = result.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+    expect(printed.find((line) => line.seq === junk)).to.deep.include({ corrupt: true, code: 'schema' });
+    expect(printed.find((line) => line.seq === created!.seq)).to.deep.include({ type: 'WorkspaceCreated', workspace_id: workspaceId });
+  });
+
   it('from a later sequence, prints a replayed first event as chain-broken and the genuine events after it as events', async () => {
     const infra = svc.service.infrastructure;
     const account = tenant.accounts.sandbox2;

@@ -41,14 +41,14 @@ describe('SubjectChains: where a reader of the stream finds each event in its su
     expect(await judge(chains, [[6, 'b', link(9, 'h8')], [7, 'b', link(10, 'h9')]])).to.deep.equal([ChainPlace.Continues, ChainPlace.Continues]);
   });
 
-  it('takes a first event on an unseen subject as its start only when it is the subject\'s first message: a replayed one is broken and does not move the chain', async () => {
+  it('takes a first event on an unseen subject as its start only where the subject\'s chain starts: a replayed one is broken and does not move the chain', async () => {
     const firstOf = new Map([
       ['a', 2],
       ['c', 12],
     ]);
     const asked: string[] = [];
     const chains = new SubjectChains({
-      firstSeqOf: async (subject) => {
+      chainStartOf: async (subject) => {
         asked.push(subject);
         return firstOf.get(subject) ?? null;
       },

@@ -153,7 +153,7 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       // start; what the client already received is not sent again.
       // The account subject from the run's RunQueued (the read model believed it there; a later
       // event when that one is no longer believed); its run and action subjects start during the run.
-      const chains = new SubjectChains({ firstSeqOf: (subject) => api.store.firstSeqOf(subject) }).anchorFrom(
+      const chains = new SubjectChains({ chainStartOf: (subject) => api.store.firstGenesisSeqOf(subject) }).anchorFrom(
         api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)),
         queuedSeq,
       );
