@@ -251,9 +251,12 @@ export class EventAdmission {
    * the next event of the subject — already believed — names that hash as its `prev_hash`:
    * the later signature covers its `prev_hash`, which commits to every byte of the earlier
    * event (docs/events.md, "Signatures"). Any event whose link does not hold is checked in
-   * full, so a forged, altered or inserted event is refused exactly as one at a time would.
+   * full, so a forged, altered or inserted event is refused as one at a time would.
    * The one difference: a vouched-for event's own signature bytes are not looked at (its
-   * content is proven by the later signature); `adsagent audit verify` checks every signature.
+   * content is proven by the later signature), so a copy of a genuine event with its signature
+   * altered, named by the next event of its subject in the batch, is believed here and refused
+   * by the chain check after it (`chain-broken`) where tryAdmit refuses it (`untrusted`); it is
+   * applied on neither path. `adsagent audit verify` checks every signature.
    */
   tryAdmitBatch(raws: readonly RawEventMessage[], options: BatchAdmissionOptions = {}): AdmissionResult[] {
     const keep = (options.behindHead ?? 0) < NEAR_RESULTS;
