@@ -9,6 +9,7 @@ import { startRun } from '../support/runs.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { campaignsByStrategy, proposeTarget } from '../safe-apply/helpers.ts';
 import { API_TEST_ROLES, PUBLIC_BASE_URL } from './support/api-call.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /**
  * A seeded fuzz of every route of the route table (and the OpenAPI document's own) with hostile
@@ -24,21 +25,6 @@ import { API_TEST_ROLES, PUBLIC_BASE_URL } from './support/api-call.ts';
 const SEED = Number(process.env.FUZZ_SEED ?? 20260511);
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 420);
 const REQUEST_TIMEOUT_MS = 6000;
-
-// ---------------------------------------------------------------------------------------------
-// Seeded randomness
-
-/** mulberry32: small, fast, and the same sequence on every machine for a seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // A raw HTTP/1.1 client: bytes out exactly as built, response parsed minimally.
@@ -339,7 +325,7 @@ describe('hostile input fuzz: every route, seeded', function () {
 
   it(`never 5xx, always a documented problem, never hangs, never appends when refusing (seed ${SEED})`, async function () {
     console.log(`      hostile-input-fuzz seed=${SEED} requests=${REQUESTS} (FUZZ_SEED to replay)`);
-    const random = prng(SEED);
+    const random = seededRandom(SEED);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const slugs = documentedSlugs();
     const limits = svc.config;

@@ -22,6 +22,7 @@ import { actionProposal } from '../support/action-fixtures.ts';
 import { runCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /**
  * Seeded mutation fuzz of the event log's defences. A genuine, signed history is appended with
@@ -36,17 +37,6 @@ const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed_2026);
 const STEPS = Number(process.env.FUZZ_STEPS ?? 260);
 const BLOCK = 10;
 const logger = createLogger((process.env.FUZZ_LOG as 'silent' | undefined) ?? 'silent');
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Genuine {
   readonly seq: number;
@@ -72,7 +62,7 @@ interface ProjectorRun {
 
 describe(`forgery fuzz: seeded mutations of genuine events are parked everywhere and change no read model (seed ${SEED})`, function () {
   this.timeout(180_000);
-  const rng = mulberry32(SEED);
+  const rng = seededRandom(SEED);
   const rand = (n: number) => Math.floor(rng() * n);
   const pick = <T>(items: readonly T[]): T => items[rand(items.length)]!;
   const hex = (n: number) => Array.from({ length: n }, () => '0123456789abcdef'[rand(16)]).join('');

@@ -22,6 +22,7 @@ import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server
 import { connectFakeAccount, googleAdsEnv } from '../support/google-ads.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { api, cents, platformAccount } from './helpers.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /**
  * docs/policy.md over a whole simulated day (UTC day D0, its midnight, the first hours of D1 and
@@ -37,18 +38,6 @@ const SEED = Number(process.env.WHOLE_DAY_SEED ?? 0x5eed_d0);
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const PENDING = ['approved', 'auto_applied', 'applying'];
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Field = 'daily_budget' | 'target_cpa' | 'target_roas_pct';
 interface Receipt {
@@ -113,7 +102,7 @@ describe('safe-apply: a whole simulated day (seeded)', function () {
 
   it('keeps every invariant of docs/policy.md, checked against what the platforms received', async () => {
     console.log(`      whole-day simulation seed: ${SEED} (WHOLE_DAY_SEED to change it)`);
-    const rnd = prng(SEED);
+    const rnd = seededRandom(SEED);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
     const db = infra.database.db;
     const midnight = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
