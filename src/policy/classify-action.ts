@@ -115,6 +115,16 @@ function sharedBudgetReason(shared: BudgetBasis['shared_budget']): string | null
   );
 }
 
+/**
+ * The fraction of the account's 30-day spend that `touchedCost` is. An account that shows no
+ * spend (or a negative one, which no platform should answer) while the touched terms or
+ * keywords cost something is inconsistent: counted as the whole spend, never as none of it.
+ */
+export function spendShare(touchedCost: number, accountCost: number): number {
+  if (accountCost > 0) return touchedCost / accountCost;
+  return touchedCost > 0 ? 1 : 0;
+}
+
 /** Classifies a draft into safe, review or blocked, with the reasons for it. Pure. */
 export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_POLICY_CONTEXT): Classification {
   const reasons: string[] = [];
@@ -127,7 +137,7 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       const basis = draft.based_on;
       if (basis.campaign_status === 'removed') return blocked('campaign is removed');
       if (keywords.length > L.negativeKeywordsMax) return blocked(`more than ${L.negativeKeywordsMax} negative keywords in one action`);
-      const share = basis.account_cost_30d > 0 ? basis.matched_cost_30d / basis.account_cost_30d : 0;
+      const share = spendShare(basis.matched_cost_30d, basis.account_cost_30d);
       let safe = true;
       if (keywords.length > L.negativeKeywordsSafeMax) {
         safe = false;
@@ -159,7 +169,7 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (draft.params.keyword_ids.length > L.pauseKeywordsMax) return blocked(`more than ${L.pauseKeywordsMax} keywords in one action`);
       const cost = keywords.reduce((sum, k) => sum + k.cost_30d, 0);
       const conversions = keywords.reduce((sum, k) => sum + k.conversions_30d, 0);
-      const share = account_cost_30d > 0 ? cost / account_cost_30d : 0;
+      const share = spendShare(cost, account_cost_30d);
       let safe = true;
       if (keywords.length > L.pauseKeywordsSafeMax) {
         safe = false;

@@ -3,7 +3,7 @@ import type { Aggregates } from '../../commands/shared/aggregates.ts';
 import { bandKey, type AutoApplyTouch, type BandedField } from '../../commands/quota/auto-apply-quota.ts';
 import type { ActionDraft } from './action-draft.ts';
 import type { Campaign } from '../platform/ads-platform.ts';
-import { POLICY_LIMITS, type PolicyContext } from './classify-action.ts';
+import { POLICY_LIMITS, spendShare, type PolicyContext } from './classify-action.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -35,11 +35,11 @@ export function spendShareOf(draft: ActionDraft): number | null {
   switch (draft.kind) {
     case 'add_negative_keywords': {
       const { matched_cost_30d, account_cost_30d } = draft.based_on;
-      return account_cost_30d > 0 ? matched_cost_30d / account_cost_30d : 0;
+      return spendShare(matched_cost_30d, account_cost_30d);
     }
     case 'pause_keywords': {
       const { keywords, account_cost_30d } = draft.based_on;
-      return account_cost_30d > 0 ? keywords.reduce((sum, k) => sum + k.cost_30d, 0) / account_cost_30d : 0;
+      return spendShare(keywords.reduce((sum, k) => sum + k.cost_30d, 0), account_cost_30d);
     }
     default:
       return null;

@@ -174,7 +174,7 @@ export class ApplyWorker {
         const trouble = platformTrouble(error);
         if (trouble?.kind === 'later') return trouble.delayMs;
         // Refused or not connected: the re-check below meets the same and says why.
-        if (trouble || (isAppError(error) && error.code === 'platform-request-refused')) return false;
+        if (trouble || (isAppError(error) && (error.code === 'platform-request-refused' || error.code === 'platform-answer-invalid'))) return false;
         throw error;
       });
       if (typeof live === 'number') return live;
@@ -195,8 +195,10 @@ export class ApplyWorker {
       }
     } catch (error) {
       // Nothing was changed yet: a lost grant returns the action, an outage or rate limit defers it,
-      // and a read the platform refuses as a request is refused again the same way: a person sees why.
+      // and a read the platform refuses as a request, or answers with values that cannot be used,
+      // fails again the same way: a person sees why.
       if (isAppError(error) && error.code === 'platform-request-refused') return returnToQueue(`the platform refused the apply-time re-check: ${error.message}`);
+      if (isAppError(error) && error.code === 'platform-answer-invalid') return returnToQueue(`the apply-time re-check could not use the platform's answer: ${error.message}`);
       const trouble = platformTrouble(error);
       if (!trouble) throw error;
       if (trouble.kind === 'return') return returnToQueue(trouble.reason);

@@ -35,6 +35,15 @@ describe('safe-apply policy classification', () => {
     expect(tier(negatives(3, { campaign_status: 'removed' }))).to.equal('blocked');
   });
 
+  it('negative keywords on an account that shows no spend while the matched terms cost something: review, as the whole spend (never 0 %)', () => {
+    const inconsistent = classifyAction(negatives(1, { matched_cost_30d: 30, account_cost_30d: 0 }));
+    expect(inconsistent.risk_tier).to.equal('review');
+    expect(inconsistent.policy_reasons.join(' ')).to.include('100.0%');
+    expect(tier(negatives(1, { matched_cost_30d: 30, account_cost_30d: -999 }))).to.equal('review');
+    // Nothing spent anywhere: nothing to measure against, and nothing blocked.
+    expect(tier(negatives(1, { matched_cost_30d: 0, account_cost_30d: 0 }))).to.equal('safe');
+  });
+
   it('negative keywords without any letter or digit are review, never safe (their blocked spend cannot be measured)', () => {
     const wordless: ActionDraft = {
       kind: 'add_negative_keywords',

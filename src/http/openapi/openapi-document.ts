@@ -422,7 +422,7 @@ const documentWithoutPaths = {
       },
       PlatformRefused: {
         description:
-          'The advertising platform refused a call the service made for this request (`platform-request-refused`): `detail` quotes the platform\'s message and error code, `platform_errors` lists each `{error_code, message}`.',
+          'The advertising platform refused a call the service made for this request (`platform-request-refused`): `detail` quotes the platform\'s message and error code, `platform_errors` lists each `{error_code, message}`. Or it answered a count or amount the service cannot use (`platform-answer-invalid`: not finite, negative or out of range), named in `detail`.',
         headers: requestIdHeader,
         content: problem(),
       },

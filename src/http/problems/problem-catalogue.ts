@@ -296,6 +296,13 @@ export const PROBLEM_CATALOGUE = {
     fix: 'Retry after the Retry-After header\'s seconds.',
     example: { detail: 'Google Ads: Too many requests (retry after 30 s)' },
   },
+  'platform-answer-invalid': {
+    title: 'Google Ads answered a value the service cannot use',
+    status: 502,
+    when: 'Google Ads answered a count or amount that is not a finite, non-negative number within range (for example "NaN" conversions or a negative cost); the service computes nothing from it.',
+    fix: 'Retry later; if it persists, the account data on Google Ads is at fault: `detail` names the field and the value.',
+    example: { detail: 'Google Ads answered metrics.conversions = "NaN", which is not a count or amount the service can use; nothing was computed from it.' },
+  },
   'platform-request-refused': {
     title: 'Google Ads refused the request',
     status: 502,

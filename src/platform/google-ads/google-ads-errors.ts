@@ -20,6 +20,22 @@ export function platformText(value: unknown): string {
 }
 
 /**
+ * Google Ads answered a value the service cannot take as what it claims to be: a count or an
+ * amount that is not a finite, non-negative number within range ("NaN", -999000000, 1e307).
+ * Nothing is computed from it (a 0 in its place could make a change look safe), so the read
+ * fails: a bad gateway for the client, the tool's error in a run, a return to the queue for
+ * the apply worker's re-check.
+ */
+export class GoogleAdsAnswerError extends AppError {
+  readonly kind = ErrorKind.Unavailable;
+
+  constructor(field: string, value: unknown) {
+    const shown = platformText(typeof value === 'string' ? value : JSON.stringify(value) ?? String(value)).slice(0, 40);
+    super('platform-answer-invalid', `Google Ads answered ${field} = ${shown}, which is not a count or amount the service can use; nothing was computed from it.`);
+  }
+}
+
+/**
  * Google refused the account's grant (revoked, expired, or issued to another client).
  * Nothing the service can retry: a person has to reconnect the account.
  */

@@ -2,6 +2,7 @@ import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics
 import { cents } from '../sandbox/sandbox-metrics.ts';
 import { sanitizeText } from '../../text/hostile-text.ts';
 import { clipText } from '../../text/clip-text.ts';
+import { GoogleAdsAnswerError } from './google-ads-errors.ts';
 import type { GoogleAdsRow } from './google-ads-transport.ts';
 
 /**
@@ -20,16 +21,33 @@ export const text = (row: GoogleAdsRow, path: string): string => {
 };
 /** A string field as `text` reads it, cut to at most `max` UTF-16 units without splitting a character (an emoji's surrogate pair). */
 export const clippedText = (row: GoogleAdsRow, path: string, max: number): string => clipText(text(row, path), max);
-/** int64 (a string) or double (a number); 0 when absent. */
+/**
+ * Above any count or amount Google can mean: a budget of 10^12 units in micros, a billion
+ * times more conversions than searches run in a year. Below it, sums and conversions to units
+ * and percents stay finite.
+ */
+export const MAX_PLATFORM_NUMBER = 1e18;
+
+/** A present numeric field: int64 as a string or double as a number, finite, in [0, MAX_PLATFORM_NUMBER]. */
+function presentNumber(path: string, raw: unknown): number {
+  const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(value) || value < 0 || value > MAX_PLATFORM_NUMBER) throw new GoogleAdsAnswerError(path, raw);
+  return value;
+}
+
+/**
+ * int64 (a string) or double (a number); 0 when absent (Google leaves zeros out of its JSON).
+ * @throws GoogleAdsAnswerError when present but not a finite, non-negative number within range:
+ *   taken as 0, "NaN" conversions would make a negative keyword look safe.
+ */
 export const number = (row: GoogleAdsRow, path: string): number => {
-  const value = Number(at(row, path) ?? 0);
-  return Number.isFinite(value) ? value : 0;
+  const raw = at(row, path);
+  return raw === undefined || raw === null ? 0 : presentNumber(path, raw);
 };
+/** Like {@link number}, null when absent or 0 (no target set). @throws GoogleAdsAnswerError as `number` does */
 const optionalNumber = (row: GoogleAdsRow, path: string): number | null => {
-  const value = at(row, path);
-  if (value === undefined || value === null) return null;
-  const parsed = Number(value);
-  return Number.isFinite(parsed) && parsed > 0 ? parsed : null;
+  const value = number(row, path);
+  return value > 0 ? value : null;
 };
 
 export const microsToUnits = (micros: number): number => cents(micros / MICROS_PER_UNIT);
@@ -121,14 +139,16 @@ export function portfolioOf(row: GoogleAdsRow): PortfolioRow {
 /**
  * The shared budget a campaign row draws on, or null when the budget is the campaign's own.
  * Google lets only an explicitly shared budget serve more than one campaign; a reference
- * count above one is read as shared too, so a row that lacks the flag cannot pass as own.
+ * count above one is read as shared too, and so is a budget other campaigns of the same read
+ * draw on, so a row that lacks the flag or miscounts cannot pass as own.
  *
  * @param budgetMembers the campaigns (not removed) of each budget resource name
  */
 export function sharedBudgetOf(row: GoogleAdsRow, budgetMembers: ReadonlyMap<string, string[]>): SharedBudget | null {
-  const explicitlyShared = at(row, 'campaignBudget.explicitlyShared') === true;
-  if (!explicitlyShared && number(row, 'campaignBudget.referenceCount') <= 1) return null;
   const resourceName = text(row, 'campaign.campaignBudget');
+  const explicitlyShared = at(row, 'campaignBudget.explicitlyShared') === true;
+  const drawnOnByOthers = (budgetMembers.get(resourceName)?.length ?? 0) > 1;
+  if (!explicitlyShared && !drawnOnByOthers && number(row, 'campaignBudget.referenceCount') <= 1) return null;
   return { id: text(row, 'campaignBudget.id') || resourceName.split('/').at(-1) || '', campaign_ids: budgetMembers.get(resourceName) ?? [text(row, 'campaign.id')] };
 }
 

@@ -131,7 +131,15 @@ export class GoogleAdsTransport {
         continue;
       }
       this.options.onRequest?.(label, String(response.status), (performance.now() - started) / 1000);
-      if (response.ok) return response.json();
+      if (response.ok) {
+        try {
+          return await response.json();
+        } catch {
+          // A gateway's HTML page or a cut body: the answer is lost, whatever Google did.
+          await answerLost('Google Ads answered HTTP 200 with a body that is not JSON');
+          continue;
+        }
+      }
       const failure = parseErrorBody(await response.json().catch(() => null));
       const firstCode = failure.errors[0]?.errorCode ?? '';
       if (response.status === 401 && !refreshed) {
