@@ -41,3 +41,39 @@ export function jsonNestingDepth(text: string): number {
   }
   return deepest;
 }
+
+/** What stands in for an array or object nested deeper than a cut allows. */
+export const nestedTooDeep = (maxDepth: number): string => `[nested deeper than ${maxDepth} levels]`;
+
+/**
+ * A copy of a JSON-shaped value (parsed JSON: plain objects, arrays, primitives) in which
+ * every array or object below `maxDepth` levels is replaced by {@link nestedTooDeep}'s text.
+ * Iterative, so a value nested 100,000 levels deep (a model's function call, say) is cut
+ * without a stack overflow; every recursive walk after it (hostile text, finite numbers,
+ * JSON.stringify, which fails near 5,000 levels) then stays shallow.
+ *
+ * @example
+ * cutDeeperThan({ a: [[1]] }, 2); // { a: ['[nested deeper than 2 levels]'] }
+ */
+export function cutDeeperThan(value: unknown, maxDepth: number): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const copyOf = (source: object): Record<string, unknown> | unknown[] => (Array.isArray(source) ? [] : {});
+  const root = copyOf(value);
+  const pending: { source: object; target: Record<string, unknown> | unknown[]; depth: number }[] = [{ source: value, target: root, depth: 1 }];
+  while (pending.length > 0) {
+    const { source, target, depth } = pending.pop()!;
+    for (const [key, item] of Object.entries(source)) {
+      let copied: unknown = item;
+      if (typeof item === 'object' && item !== null) {
+        if (depth >= maxDepth) copied = nestedTooDeep(maxDepth);
+        else {
+          copied = copyOf(item);
+          pending.push({ source: item, target: copied as Record<string, unknown> | unknown[], depth: depth + 1 });
+        }
+      }
+      // defineProperty: a key "__proto__" (JSON.parse makes it an own property) stays a key.
+      Object.defineProperty(target, key, { value: copied, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return root;
+}

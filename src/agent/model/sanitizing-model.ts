@@ -1,5 +1,6 @@
 import type { AgentIdentity } from '../../events/catalogue/index.ts';
 import { sanitizeDeep, sanitizeText } from '../../text/hostile-text.ts';
+import { cutDeeperThan, MAX_JSON_DEPTH } from '../../text/json-depth.ts';
 import { ModelError, type ModelClient, type ModelPart, type ModelRequest, type ModelTurn } from './model-port.ts';
 
 /**
@@ -38,6 +39,12 @@ export class SanitizingModel implements ModelClient {
  * goes back to the model with its call on every later turn of the run.
  */
 const MAX_SIGNATURE_LENGTH = 256_000;
+
+/**
+ * How deep a call's arguments are kept: one level past what a tool takes (MAX_JSON_DEPTH), so
+ * the run still sees, and records as text, an input nested too deep (agent-loop.ts, capInput).
+ */
+const MAX_CALL_ARGS_DEPTH = MAX_JSON_DEPTH + 1;
 const SIGNATURE = /^[A-Za-z0-9+/=_-]*$/;
 
 function sanitizePart(part: ModelPart): ModelPart {
@@ -45,7 +52,8 @@ function sanitizePart(part: ModelPart): ModelPart {
   const signature = validSignature(part.signature);
   return {
     kind: 'function_call',
-    call: { name: sanitizeText(part.call.name), args: sanitizeDeep(part.call.args) },
+    // Cut first: every walk after it (this one, the tool's checks, the record) recurses per level.
+    call: { name: sanitizeText(part.call.name), args: sanitizeDeep(cutDeeperThan(part.call.args, MAX_CALL_ARGS_DEPTH) as Record<string, unknown>) },
     ...(signature !== undefined ? { signature } : {}),
   };
 }

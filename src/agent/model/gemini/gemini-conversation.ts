@@ -58,20 +58,24 @@ function toGeminiPart(part: ModelPart): Part[] {
  * The model's parts, in the order Gemini produced them: text and function calls. Thought
  * summaries and part kinds we never ask for (code execution, inline data) are skipped.
  *
- * @throws ModelError for a function call the run could neither run nor answer (Gemini needs
+ * @throws ModelError for parts that are not a list of objects, and for a function call the run could neither run nor answer (Gemini needs
  *   the call's name in its response): a name that is not a non-empty string of at most 128
  *   characters, or arguments that are not an object. The run ends agent_error, as for
  *   Gemini's own MALFORMED_FUNCTION_CALL.
  */
-export function fromGeminiParts(parts: readonly Part[]): ModelPart[] {
+export function fromGeminiParts(parts: unknown): ModelPart[] {
+  // The SDK hands on whatever JSON the response held: `parts` may be anything.
+  if (!Array.isArray(parts)) throw new ModelError(`Gemini answered content.parts as ${kindOf(parts)}, not a list of parts`);
   const result: ModelPart[] = [];
-  for (const part of parts as readonly WirePart[]) {
-    if (part.thought) continue;
-    if (part.functionCall) {
-      const { name, args } = wellFormedCall(part.functionCall as unknown as Record<string, unknown>);
-      result.push({ kind: 'function_call', call: { name, args }, ...(typeof part.thoughtSignature === 'string' ? { signature: part.thoughtSignature } : {}) });
-    } else if (typeof part.text === 'string' && part.text !== '') {
-      result.push({ kind: 'text', text: part.text });
+  for (const part of parts as readonly unknown[]) {
+    if (typeof part !== 'object' || part === null || Array.isArray(part)) throw new ModelError(`Gemini answered a part that is ${kindOf(part)}, not an object`);
+    const { thought, functionCall, thoughtSignature, text } = part as WirePart;
+    if (thought) continue;
+    if (functionCall) {
+      const { name, args } = wellFormedCall(functionCall as unknown as Record<string, unknown>);
+      result.push({ kind: 'function_call', call: { name, args }, ...(typeof thoughtSignature === 'string' ? { signature: thoughtSignature } : {}) });
+    } else if (typeof text === 'string' && text !== '') {
+      result.push({ kind: 'text', text });
     }
   }
   return result;
@@ -100,7 +104,8 @@ function kindOf(value: unknown): string {
 /**
  * Token counts of one response, as Gemini bills them: thinking tokens (`thoughtsTokenCount`)
  * are output tokens, and the prompt of a tool Gemini ran itself (`toolUsePromptTokenCount`)
- * input tokens. A count that is missing, not a number, negative or not finite counts 0:
+ * input tokens. A count that is missing, not a number, negative, not finite or above
+ * {@link MAX_TOKENS_PER_RESPONSE} counts 0:
  * usage is recorded in the run's outcome, whose schema takes only non-negative integers.
  */
 export function usageOf(response: GenerateContentResponse): ModelUsage {
@@ -111,6 +116,13 @@ export function usageOf(response: GenerateContentResponse): ModelUsage {
   };
 }
 
+/**
+ * More tokens than one response can bill (Gemini's longest context is a few million): a count
+ * above it is not a count, and summed into a run's usage it would overflow the read model's
+ * bigint (1e300) or spend a workspace's token quota at once.
+ */
+export const MAX_TOKENS_PER_RESPONSE = 1_000_000_000;
+
 function tokenCount(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= MAX_TOKENS_PER_RESPONSE ? Math.floor(value) : 0;
 }
