@@ -116,12 +116,14 @@ async function readChainHeads(
   judge: HeadJudge,
   onProgress: VerifyOptions['onProgress'],
 ): Promise<void> {
-  const headEvents = new Map<string, { seq: number; event: EventEnvelope }>();
+  // Where each head was read, not the event: a log of a million run subjects would hold a
+  // million envelopes. The final heads are read again to check their signatures.
+  const headSeqs = new Map<string, number>();
   const follow = (seq: number, subject: string, event: EventEnvelope): void => {
     const current = heads.get(subject);
     if (current !== undefined && event.prev_hash !== current) return;
     heads.set(subject, event.hash);
-    headEvents.set(subject, { seq, event });
+    headSeqs.set(subject, seq);
   };
   let read = 0;
   for await (const raw of store.readRaw(filter, 1, uptoSeq)) {
@@ -131,10 +133,12 @@ async function readChainHeads(
   }
   const { verifier } = judge;
   if (!verifier) return;
-  for (const [subject, { seq, event }] of [...headEvents]) {
-    if (believedBy(verifier, event, subject, seq)) continue;
+  for (const [subject, seq] of [...headSeqs]) {
+    const raw = await store.rawAt(seq);
+    const event = raw && raw.subject === subject ? soundEventOf(raw, judge) : null;
+    if (event && believedBy(verifier, event, subject, seq)) continue;
     heads.delete(subject);
-    headEvents.delete(subject);
+    headSeqs.delete(subject);
     for await (const raw of store.readRaw(subject, 1, uptoSeq)) {
       const candidate = soundEventOf(raw, judge);
       if (candidate && believedBy(verifier, candidate, subject, raw.seq)) follow(raw.seq, subject, candidate);

@@ -63,10 +63,14 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
   if (answering?.req.complete) {
     // Bytes after a request read in full and still being answered (pipelined junk): that request
     // may have run, and its answer is owed. A 400 written now would take its place on the wire,
-    // so the connection is closed after it instead. (A request whose own body broke is answered
-    // 400 below: its handler is still waiting for that body and never ran.)
-    answering.res.shouldKeepAlive = false;
-    answering.res.once('close', () => socket.destroySoon());
+    // so the connection is closed after it instead (once: the parser reports each further chunk).
+    // A request whose own body broke is answered 400 below: a handler reading that body would
+    // wait for it for ever (docs/api.md says what this leaves open).
+    if (!closingAfterAnswer.has(socket)) {
+      closingAfterAnswer.add(socket);
+      answering.res.shouldKeepAlive = false;
+      answering.res.once('close', () => socket.destroySoon());
+    }
     return;
   }
   const { status, reason, requestId, body } = problemOf(parserProblem(error), publicBaseUrl);
@@ -75,6 +79,9 @@ function answerClientError(error: Error & { code?: string }, socket: Socket, pub
       `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
+
+/** Connections to be closed once the answer under way is written (see answerClientError). */
+const closingAfterAnswer = new WeakSet<Socket>();
 
 /** A request and the response being written for it. */
 interface Exchange {

@@ -143,7 +143,8 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
         safe = false;
         reasons.push(`${keywords.length} negative keywords exceed the safe maximum of ${L.negativeKeywordsSafeMax}`);
       }
-      if (basis.matched_conversions_30d > 0) {
+      // Not 0 either way: a negative count (conversions retracted) is not "no conversions".
+      if (basis.matched_conversions_30d !== 0) {
         safe = false;
         reasons.push(`matching search terms had ${basis.matched_conversions_30d} conversions in 30 days`);
       }
@@ -169,13 +170,15 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (draft.params.keyword_ids.length > L.pauseKeywordsMax) return blocked(`more than ${L.pauseKeywordsMax} keywords in one action`);
       const cost = keywords.reduce((sum, k) => sum + k.cost_30d, 0);
       const conversions = keywords.reduce((sum, k) => sum + k.conversions_30d, 0);
+      // Each keyword on its own: one keyword's retracted conversions must not cancel another's.
+      const converted = keywords.some((k) => k.conversions_30d !== 0);
       const share = spendShare(cost, account_cost_30d);
       let safe = true;
       if (keywords.length > L.pauseKeywordsSafeMax) {
         safe = false;
         reasons.push(`${keywords.length} keywords exceed the safe maximum of ${L.pauseKeywordsSafeMax}`);
       }
-      if (conversions > 0) {
+      if (converted) {
         safe = false;
         reasons.push(`the keywords had ${conversions} conversions in 30 days`);
       }

@@ -173,8 +173,9 @@ export class ApplyWorker {
         // Whether the change went live cannot be told while the platform is down: ask again later.
         const trouble = platformTrouble(error);
         if (trouble?.kind === 'later') return trouble.delayMs;
-        // Refused or not connected: the re-check below meets the same and says why.
-        if (trouble || (isAppError(error) && (error.code === 'platform-request-refused' || error.code === 'platform-answer-invalid'))) return false;
+        // Any other answer the platform gave (refused, not connected, the campaign removed): not
+        // known to be live, and the re-check below meets the same and says why.
+        if (isAppError(error)) return false;
         throw error;
       });
       if (typeof live === 'number') return live;

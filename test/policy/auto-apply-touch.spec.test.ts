@@ -41,7 +41,9 @@ describe('auto-apply touch of a draft (policy specs)', () => {
   });
   it('negatives touch the daily spend share: matched cost over account cost', () => {
     expect(autoApplyTouch(negatives(50, 1000))).to.deep.equal({ kind: 'spend', share: 0.05, dailyCap: POLICY_LIMITS.dailyAutoApplySpendShareMax });
-    expect(spendShareOf(negatives(50, 0))).to.equal(0);
+    // An account that shows no spend while the matched terms cost something: the whole spend, never none of it.
+    expect(spendShareOf(negatives(50, 0))).to.equal(1);
+    expect(spendShareOf(negatives(0, 0))).to.equal(0);
   });
   it('pauses touch the daily spend share: the keywords’ cost over account cost', () => {
     expect(spendShareOf(pause([10, 30], 400))).to.equal(0.1);

@@ -35,6 +35,18 @@ describe('safe-apply policy classification', () => {
     expect(tier(negatives(3, { campaign_status: 'removed' }))).to.equal('blocked');
   });
 
+  it('conversions below zero (retracted) are not "no conversions": negatives and pauses with them are review', () => {
+    expect(tier(negatives(1, { matched_conversions_30d: -1 }))).to.equal('review');
+    const pause = (conversions: number[]): ActionDraft => ({
+      kind: 'pause_keywords',
+      params: { keyword_ids: conversions.map((_, i) => `k${i}`) },
+      based_on: { account_cost_30d: 10_000, keywords: conversions.map((c, i) => ({ id: `k${i}`, text: `w${i}`, cost_30d: 10, conversions_30d: c })) },
+    } as ActionDraft);
+    expect(tier(pause([0, 0]))).to.equal('safe');
+    // One keyword's retraction must not cancel another's conversion.
+    expect(tier(pause([1, -1]))).to.equal('review');
+  });
+
   it('negative keywords on an account that shows no spend while the matched terms cost something: review, as the whole spend (never 0 %)', () => {
     const inconsistent = classifyAction(negatives(1, { matched_cost_30d: 30, account_cost_30d: 0 }));
     expect(inconsistent.risk_tier).to.equal('review');

@@ -9,6 +9,9 @@ import { api, campaignById, campaignsByStrategy, cents, platformAccount, propose
 import { actionDecider } from '../../commands/action/action-decider.ts';
 import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
 import { GoogleAdsQuotaExhaustedError } from '../../src/platform/google-ads/google-ads-errors.ts';
+import { CampaignNotFoundError } from '../../src/platform/platform-errors.ts';
+import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
 /**
  * The real sandbox platform behind a decorator that makes applyChange fail a set number of
@@ -79,6 +82,17 @@ class RateLimitedReadsPlatform extends FlakyPlatform {
       }
       return read(a, id);
     };
+  }
+}
+
+/** The sandbox with one campaign removed: it is not found, and its negatives cannot be read (as the Google Ads adapter answers). */
+class RemovedCampaignPlatform extends FlakyPlatform {
+  constructor(inner: AdsPlatform, removedId: string) {
+    super(inner, 0);
+    const get = this.getCampaign;
+    const negatives = this.listNegativeKeywords;
+    this.getCampaign = (a: PlatformAccountRef, id: string) => (id === removedId ? Promise.resolve(null) : get(a, id));
+    this.listNegativeKeywords = (...args) => (args[1] === removedId ? Promise.reject(new CampaignNotFoundError(removedId)) : negatives(...args));
   }
 }
 
@@ -366,6 +380,39 @@ describe('apply worker: platform failures and competing workers', function () {
       } finally {
         await api(svc, 'POST', '/api/v1/workspace/kill-switch/release', { key: own.keys.admin });
       }
+    });
+
+    it('crash, then the campaign removed: the takeover returns the negative keywords with the reason, never parks them in applying', async () => {
+      const own = await svc.tenant('claims-removed-campaign');
+      const account = own.accounts.sandbox;
+      const infra = svc.service.infrastructure;
+      const { cpa } = await campaignsByStrategy(svc, own.keys.read, account);
+      const proposals = new ProposalService(infra.commands, new ApprovalsAppliedChangeLookup(infra.database.db));
+      const action = await proposals.propose({
+        workspaceId: own.workspaceId,
+        accountId: account,
+        runId: null,
+        draft: {
+          kind: 'add_negative_keywords',
+          params: { campaign_id: cpa.id, keywords: [{ text: 'zzqx removed', match_type: 'phrase' }] },
+          based_on: { campaign_status: 'enabled', matched_cost_30d: 1, matched_conversions_30d: 0, account_cost_30d: 10_000, blocked_keywords: [] },
+        },
+        summary: 'test negatives',
+        reason: 'test',
+        autoApply: true,
+        meta: { actor: { kind: 'api_key', id: own.keyIds.write }, correlationId: 'removed-campaign' },
+      });
+      expect(action.disposition, JSON.stringify(action)).to.equal('auto_applied');
+      await infra.commands.handle(actionDecider, {
+        type: 'StartApply', workspaceId: own.workspaceId, accountId: account, actionId: action.id, workerId: 'dead-worker', claimId: `dead-${action.id}`, leaseMs: 1000,
+        meta: { actor: { kind: 'worker', id: 'dead-worker' }, correlationId: action.id },
+      });
+      // The campaign is removed while the claim runs out: reading its negatives is refused, and it is gone from the list.
+      const platform = new RemovedCampaignPlatform(createPlatform(infra.database.db), cpa.id);
+      await startWorker(platform, 1000, 2);
+      const returned = await waitForStatus(svc, own.keys.read, account, action.id, 'returned', 20_000);
+      expect(returned.status_reason).to.include(`campaign ${cpa.id} no longer exists`);
+      expect(platform.applied).to.equal(0);
     });
 
     it('heartbeats: a platform call 4x longer than the lease keeps its claim; a second worker never claims it', async () => {

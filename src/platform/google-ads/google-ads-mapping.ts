@@ -28,12 +28,21 @@ export const clippedText = (row: GoogleAdsRow, path: string, max: number): strin
  */
 export const MAX_PLATFORM_NUMBER = 1e18;
 
-/** A present numeric field: int64 as a string or double as a number, finite, in [0, MAX_PLATFORM_NUMBER]. */
-function presentNumber(path: string, raw: unknown): number {
+/** A present numeric field: int64 as a string or double as a number, finite, in [0, MAX_PLATFORM_NUMBER] (or, `signed`, in ±MAX_PLATFORM_NUMBER). */
+function presentNumber(path: string, raw: unknown, signed = false): number {
   const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
-  if (!Number.isFinite(value) || value < 0 || value > MAX_PLATFORM_NUMBER) throw new GoogleAdsAnswerError(path, raw);
+  if (!Number.isFinite(value) || value < (signed ? -MAX_PLATFORM_NUMBER : 0) || value > MAX_PLATFORM_NUMBER) throw new GoogleAdsAnswerError(path, raw);
   return value;
 }
+
+/**
+ * Like {@link number}, negative values allowed: conversions and their value, which conversion
+ * adjustments (retractions, restatements) can take below zero for a day.
+ */
+const signedNumber = (row: GoogleAdsRow, path: string): number => {
+  const raw = at(row, path);
+  return raw === undefined || raw === null ? 0 : presentNumber(path, raw, true);
+};
 
 /**
  * int64 (a string) or double (a number); 0 when absent (Google leaves zeros out of its JSON).
@@ -57,8 +66,8 @@ export function metricsOf(row: GoogleAdsRow): Metrics {
     impressions: number(row, 'metrics.impressions'),
     clicks: number(row, 'metrics.clicks'),
     cost: microsToUnits(number(row, 'metrics.costMicros')),
-    conversions: cents(number(row, 'metrics.conversions')),
-    conversion_value: cents(number(row, 'metrics.conversionsValue')),
+    conversions: cents(signedNumber(row, 'metrics.conversions')),
+    conversion_value: cents(signedNumber(row, 'metrics.conversionsValue')),
   };
 }
 
