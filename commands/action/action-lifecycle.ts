@@ -3,7 +3,7 @@ import type { AppliedOperation, PartialFailure } from '../../src/events/catalogu
 import { isDeepStrictEqual } from 'node:util';
 import { EditBlockedByPolicyError, editedParams, type ReviewedEdit } from './action-edit.ts';
 import { newEvent, type CommandMeta, type EventAddress } from '../shared/new-event.ts';
-import { AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
+import { actorKey, AWAITING_APPROVAL, READY_TO_APPLY, type ActionState } from './action-state.ts';
 import { streams } from '../../src/event-store/subjects.ts';
 import { actionVersion } from './action-version.ts';
 
@@ -86,12 +86,22 @@ interface OnSeenAction extends OnAction {
  * client saw, unless it is still that version (ActionChangedError). Also called before an
  * edit is reviewed, so a changed action is refused before its edit is checked.
  */
-export function awaitingApproval(command: OnSeenAction, state: ActionState): void {
+export function awaitingApproval(command: OnSeenAction & { readonly edit?: unknown }, state: ActionState): void {
   if (!state.exists) throw new ActionNotFoundError(command.actionId);
   if (!AWAITING_APPROVAL.includes(state.status as never)) throw new ActionNotInQueueError(command.actionId, state.status);
-  if (command.expectedVersion === undefined) return;
+  if (command.expectedVersion === undefined || retriesOwnEdit(command, state)) return;
   const current = actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt });
   if (command.expectedVersion !== current) throw new ActionChangedError(command.actionId, command.expectedVersion, current, state.status);
+}
+
+/**
+ * The command is an edit-and-approve sent again after its edit was stored and its approval
+ * was not: the same actor, naming the version the action had before that edit (or none).
+ */
+export function retriesOwnEdit(command: OnSeenAction & { readonly edit?: unknown }, state: ActionState): boolean {
+  const pending = state.editAwaitingApproval;
+  if (!pending || command.edit === undefined || pending.actor !== actorKey(command.meta.actor)) return false;
+  return command.expectedVersion === undefined || command.expectedVersion === pending.versionBefore;
 }
 
 export interface ApproveAction extends OnSeenAction {
@@ -118,6 +128,11 @@ export function decideApproveAction(command: ApproveAction, state: ActionState) 
   const approved = newEvent('ActionApproved', { note: command.note }, address(command), command.meta);
   if (!command.edit) return [approved];
   const { edit, after } = command.edit;
+  // The same request again after its ActionEdited was stored without its ActionApproved: the
+  // edit is in place (the review of it again gives the params the action has), so only the
+  // approval is missing. Without this, the version the client saw is gone and the approver
+  // could never finish; someone else could approve a version they did not choose.
+  if (retriesOwnEdit(command, state) && isDeepStrictEqual(after.params, state.params)) return [approved];
   const expected = editedParams(state.kind, state.params, edit);
   if (!isDeepStrictEqual(expected, after.params)) {
     // The review read other params than the action has now: a caller's bug, never a client's input.
@@ -189,6 +204,9 @@ export interface StartApply extends OnAction {
  */
 export function decideStartApply(command: StartApply, state: ActionState) {
   if (!state.exists || !READY_TO_APPLY.includes(state.status as never)) throw new NothingToApplyError(command.actionId, state.status);
+  // The last attempt failed for good: the action goes back to the queue (the worker records the
+  // return that was not stored), never to another attempt of a change the platform refused.
+  if (state.returnAwaited) throw new NothingToApplyError(command.actionId, state.status);
   const now = nowOf(command.meta);
   const held = liveClaim(state, now);
   if (held) throw new ApplyClaimHeldError(command.actionId, held.workerId, held.leaseUntil!);

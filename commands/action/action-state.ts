@@ -1,4 +1,5 @@
 import type { ActionKind, DomainEvent, RiskTier } from '../../src/events/catalogue/index.ts';
+import { actionVersion } from './action-version.ts';
 
 /**
  * Where an action stands. queued → approved → applying → applied; auto_applied →
@@ -52,12 +53,25 @@ export interface ActionState {
    * action's version (action-version.ts). Null before the proposal.
    */
   readonly changedAt: string | null;
+  /**
+   * An edit stored without the approval it was made with (ActionEdited is the last event: the
+   * append of the pair stopped after the first, the store having no atomic batch): who made it
+   * and the version the action had before it, so that request, sent again, records only the
+   * approval (decideApproveAction). Null once any other event follows.
+   */
+  readonly editAwaitingApproval: { readonly actor: string; readonly versionBefore: string } | null;
+  /**
+   * The last attempt failed for good (ActionApplyFailed with will_retry false is the last event)
+   * and its return to the queue was not stored: no new attempt may start, and the apply worker
+   * records the return with this reason (the finish's append stopped after its first event).
+   */
+  readonly returnAwaited: { readonly reason: string } | null;
 }
 
 /** How an action's events fold into its decision state (the decider is action-decider.ts). */
 export const actionFold = {
-  // 6: endedClaimId.
-  stateVersion: 6,
+  // 6: endedClaimId. 7: editAwaitingApproval, returnAwaited.
+  stateVersion: 7,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -75,11 +89,19 @@ export const actionFold = {
     claim: null,
     endedClaimId: null,
     changedAt: null,
+    editAwaitingApproval: null,
+    returnAwaited: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
     const next = evolveAction(state, event);
     // A heartbeat changes nothing a person sees: the version stays (the projection skips it too).
-    return next === state || event.type === 'ActionApplyHeartbeat' ? next : { ...next, changedAt: event.time };
+    if (next === state || event.type === 'ActionApplyHeartbeat') return next;
+    const editAwaitingApproval =
+      event.type === 'ActionEdited'
+        ? { actor: actorKey(event.actor), versionBefore: actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt }) }
+        : null;
+    const returnAwaited = event.type === 'ActionApplyFailed' && !event.data.will_retry ? { reason: `the last attempt failed for good: ${event.data.error}` } : null;
+    return { ...next, changedAt: event.time, editAwaitingApproval, returnAwaited };
   },
 };
 
@@ -134,4 +156,9 @@ function evolveAction(state: ActionState, event: DomainEvent): ActionState {
 /** The attempt under the current claim is over: no claim, and that claim remembered as the one that ended last. */
 function attemptEnded(state: ActionState, change: Partial<Pick<ActionState, 'status' | 'autoApplied'>>): ActionState {
   return { ...state, ...change, claim: null, endedClaimId: state.claim?.id ?? state.endedClaimId };
+}
+
+/** An actor as one comparable string (`api_key:<id>`). */
+export function actorKey(actor: { readonly kind: string; readonly id: string }): string {
+  return `${actor.kind}:${actor.id}`;
 }

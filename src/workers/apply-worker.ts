@@ -162,6 +162,10 @@ export class ApplyWorker {
       return null;
     };
 
+    if (action.status === 'applying' && action.returnAwaited) {
+      // The last attempt failed for good and its worker stopped before the return was stored.
+      return returnToQueue(action.returnAwaited.reason);
+    }
     const accountState = (await loadAccount(aggregates, workspaceId, accountId)).state;
     const account = platformAccountOf(accountId, accountState);
     if (action.status === 'applying' && account) {

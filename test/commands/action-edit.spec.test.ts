@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { actionDecider, type ActionCommand } from '../../commands/action/action-decider.ts';
 import { EditBlockedByPolicyError, editedParams, type ReviewedEdit } from '../../commands/action/action-edit.ts';
-import { ActionNotInQueueError } from '../../commands/action/action-lifecycle.ts';
+import { ActionChangedError, ActionNotInQueueError } from '../../commands/action/action-lifecycle.ts';
+import { actionVersion } from '../../commands/action/action-version.ts';
 import { approveAction } from '../../commands/action/approve-action.ts';
 import { Commands } from '../../commands/command-bus.ts';
 import { loadAction } from '../../commands/queries.ts';
@@ -102,6 +103,30 @@ describe('edit, then approve (specs)', () => {
     expect(thrown!.errors).to.have.length(1);
     expect(thrown!.errors[0]!.pointer).to.equal('/edit/keywords/2');
     expect(thrown!.errors[0]!.message).to.include('never add one').and.to.include('"free", "cheap", "jobs"');
+  });
+
+  describe('an edit stored without its approval (the append stopped after ActionEdited)', () => {
+    const edited150: EditableVersion = { summary: budget.summary, based_on: budget.based_on, params: { campaign_id: 'c1', daily_budget: 150 }, risk_tier: 'review', policy_reasons: ['budget change of 50.0% exceeds the safe ±20.0%'] };
+    const storedEdit = recorded(
+      'ActionEdited',
+      { before: { summary: budget.summary, params: budget.params, based_on: budget.based_on, risk_tier: 'safe', policy_reasons: budget.policy_reasons }, after: edited150, edit: { daily_budget: 150 } },
+      { actor: meta.actor, time: '2026-11-21T10:00:01.000Z' },
+    );
+    // The version the approver saw: the action as proposed.
+    const seen = actionVersion({ status: 'queued', params: budget.params, changedAt: '2026-11-21T10:00:00.000Z' });
+    const again = (actor: { kind: 'api_key'; id: string }, expectedVersion: string | undefined): ActionCommand => ({
+      type: 'ApproveAction', ...onAction, meta: { ...meta, actor }, note: '', requireDistinctApprover: false, edit: { edit: { daily_budget: 150 }, after: edited150 },
+      ...(expectedVersion === undefined ? {} : { expectedVersion }),
+    });
+
+    it('given it, when the same approver sends the request again with the version it saw, then only the approval is recorded', () =>
+      spec.given([proposedBudget, storedEdit]).when(again(meta.actor, seen)).then([{ type: 'ActionApproved' }]));
+
+    it('given it, when the same approver sends it again without a version, then only the approval is recorded', () =>
+      spec.given([proposedBudget, storedEdit]).when(again(meta.actor, undefined)).then([{ type: 'ActionApproved' }]));
+
+    it('given it, when another approver sends the same request with that old version, then it is refused: the action changed (409)', () =>
+      spec.given([proposedBudget, storedEdit]).when(again({ kind: 'api_key', id: 'k3' }, seen)).thenThrows(ActionChangedError, 409));
   });
 
   it('refuses to edit an approved action (409)', () =>

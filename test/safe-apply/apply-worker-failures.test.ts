@@ -10,6 +10,8 @@ import { actionDecider } from '../../commands/action/action-decider.ts';
 import { EventStoreUnavailableError } from '../../src/event-store/errors.ts';
 import { GoogleAdsQuotaExhaustedError } from '../../src/platform/google-ads/google-ads-errors.ts';
 import { CampaignNotFoundError } from '../../src/platform/platform-errors.ts';
+import { newEvent } from '../../commands/shared/new-event.ts';
+import { streams } from '../../src/event-store/subjects.ts';
 import { ProposalService } from '../../src/policy/proposal-service.ts';
 import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
 
@@ -413,6 +415,29 @@ describe('apply worker: platform failures and competing workers', function () {
       const returned = await waitForStatus(svc, own.keys.read, account, action.id, 'returned', 20_000);
       expect(returned.status_reason).to.include(`campaign ${cpa.id} no longer exists`);
       expect(platform.applied).to.equal(0);
+    });
+
+    it('crash between a final failure and its return: the next worker records the return, never another attempt', async () => {
+      const { action } = await autoApplied(1.02);
+      const infra = svc.service.infrastructure;
+      const onAction = { workspaceId: tenant.workspaceId, accountId: tenant.accounts.sandbox, actionId: action.id };
+      await infra.commands.handle(actionDecider, {
+        type: 'StartApply', ...onAction, workerId: 'dead-worker', claimId: `dead-${action.id}`, leaseMs: 1000,
+        meta: { actor: { kind: 'worker', id: 'dead-worker' }, correlationId: action.id },
+      });
+      // Google refused the change for good; the worker stored the failure and died before the return.
+      const subject = infra.subjects.forAggregate(streams.action(tenant.workspaceId, tenant.accounts.sandbox, action.id));
+      const failed = newEvent('ActionApplyFailed', { worker_id: 'dead-worker', attempt: 1, error: 'Google Ads: refused (x.Y)', will_retry: false }, streams.action(tenant.workspaceId, tenant.accounts.sandbox, action.id), {
+        actor: { kind: 'worker', id: 'dead-worker' },
+        correlationId: action.id,
+      });
+      await infra.store.append(subject, [failed], await infra.store.positionOf(subject));
+      const platform = new FlakyPlatform(createPlatform(infra.database.db), 0);
+      await startWorker(platform, 1000);
+      const returned = await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'returned', 20_000);
+      expect(returned.status_reason).to.equal('the last attempt failed for good: Google Ads: refused (x.Y)');
+      expect(platform.applied, 'the refused change is not tried again').to.equal(0);
+      expect((await historyOf(tenant.accounts.sandbox, action.id)).map((e) => e.type)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionApplyFailed', 'ActionReturnedToQueue']);
     });
 
     it('heartbeats: a platform call 4x longer than the lease keeps its claim; a second worker never claims it', async () => {

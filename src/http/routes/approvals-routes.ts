@@ -195,8 +195,9 @@ async function approveWithEdit(api: ApiContext, target: OnAction, body: ApproveB
   if (!body.edit) return approveAction(api.commands, { ...target, note: body.note ?? '' });
   const action = (await loadAction(api.aggregates, target.workspaceId, target.accountId, target.actionId)).state;
   // An action that left the queue, or is not the version the client saw, answers 409 whatever the edit
-  // says (the decider checks both again on append).
-  awaitingApproval(target, action);
+  // says (the decider checks both again on append); unless this request's own edit was stored
+  // without its approval, when only the approval is recorded (retriesOwnEdit).
+  awaitingApproval({ ...target, edit: body.edit }, action);
   const account = platformAccountOf(target.accountId, (await loadAccount(api.aggregates, target.workspaceId, target.accountId)).state);
   if (!account) throw new AccountNotConnectedError(target.accountId);
   const review = new EditReview(api.platform, api.aggregates, new ApprovalsAppliedChangeLookup(api.db));
