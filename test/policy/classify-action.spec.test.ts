@@ -40,8 +40,8 @@ describe('safe-apply policy classification', () => {
     const pause = (conversions: number[]): ActionDraft => ({
       kind: 'pause_keywords',
       params: { keyword_ids: conversions.map((_, i) => `k${i}`) },
-      based_on: { account_cost_30d: 10_000, keywords: conversions.map((c, i) => ({ id: `k${i}`, text: `w${i}`, cost_30d: 10, conversions_30d: c })) },
-    } as ActionDraft);
+      based_on: { account_cost_30d: 10_000, keywords: conversions.map((c, i) => ({ id: `k${i}`, text: `w${i}`, status: 'enabled', cost_30d: 10, conversions_30d: c })) },
+    });
     expect(tier(pause([0, 0]))).to.equal('safe');
     // One keyword's retraction must not cancel another's conversion.
     expect(tier(pause([1, -1]))).to.equal('review');
