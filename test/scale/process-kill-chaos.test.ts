@@ -228,7 +228,9 @@ describe(`process-kill chaos: workers SIGKILLed mid-work (CHAOS_SEED=${SEED})`, 
     accounts = [];
     for (const c of created) {
       let campaigns: { status: number; body: any } | undefined;
-      for (let i = 0; i < 100; i++) {
+      // The API process knows the key once the projectors process, just started, has folded it:
+      // seconds on a loaded machine (a CI run found 10 s too short).
+      for (let i = 0; i < 600; i++) {
         campaigns = await request('GET', `/api/v1/accounts/${c.value.id}/campaigns`, tenant.keys.read);
         if (campaigns.status === 200) break;
         await sleep(100);
