@@ -32,9 +32,9 @@ import { startTestService, type TestService, type TestTenant } from '../support/
 
 const SEED = Number(process.env.CHAOS_SEED ?? 6);
 const ACCOUNTS = 14;
-const LOAD_MS = Number(process.env.CHAOS_LOAD_MS ?? 15_000);
+const LOAD_MS = Number(process.env.CHAOS_LOAD_MS ?? 10_000);
 /** Apply workers are killed only this early: their messages come back after the consumer's fixed 60 s ack wait. */
-const APPLY_KILL_WINDOW_MS = 6_000;
+const APPLY_KILL_WINDOW_MS = 5_000;
 const APPLY_ACK_WAIT_MS = 60_000;
 const TERMINAL_TYPES = new Set(['RunSucceeded', 'RunFailed', 'RunCanceled']);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
