@@ -7,6 +7,7 @@ import type { ApprovalRow } from './approval-view.ts';
 import type { Projection } from '../runtime/projection.ts';
 import { clipText } from '../../src/text/clip-text.ts';
 import { sharedSettingsOf } from '../../src/policy/policy-context.ts';
+import { actorKey } from '../../commands/action/action-state.ts';
 
 export const APPROVALS_PROJECTION = 'approvals';
 
@@ -128,7 +129,7 @@ export const approvalsProjection: Projection = {
             risk_tier: after.risk_tier,
             policy_reasons: after.policy_reasons,
             edited_at: event.time,
-            edited_by: `${event.actor.kind}:${event.actor.id}`,
+            edited_by: actorKey(event.actor),
             ...sharedSettingColumns(row.kind, after.based_on),
           });
           break;

@@ -457,7 +457,7 @@ describe(`concurrent decisions race (seed ${SEED})`, function () {
     const switchAnswers = fired.filter((f) => (f.kind === 'engage' || f.kind === 'release') && f.result.status === 200);
     for (const f of switchAnswers) {
       const since = f.result.body.since;
-      const match = since === null && !f.result.body.engaged && wsEvents.length >= 0 ? true : wsEvents.find((e) => e.time === since && (e.type === 'KillSwitchEngaged') === f.result.body.engaged);
+      const match = since === null && !f.result.body.engaged ? true : wsEvents.find((e) => e.time === since && (e.type === 'KillSwitchEngaged') === f.result.body.engaged);
       if (!match) violate(`kill switch answer ${fmt(f)} has no matching event in the workspace log`);
     }
     for (let i = 1; i < wsEvents.length; i++) if (wsEvents[i].type === wsEvents[i - 1].type) violate(`kill switch log has ${wsEvents[i].type} twice in a row`);

@@ -224,7 +224,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
   let claimCounter = 0;
   // A worker ends its attempt one way; a finish of the same claim sent again (lost ack, redelivery) says the same.
   const outcomeOfClaim = new Map<string, ApplyResult>();
-  type Sent = { command: ActionCommand; label: string; expectedNo: number | undefined; crashed?: boolean };
+  type Sent = { command: ActionCommand; label: string; expectedNo: number | undefined };
   let lastAccepted: Sent | null = null;
   let pendingRetry: Sent | null = null;
 
@@ -238,9 +238,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
     let command: ActionCommand;
     let label: string;
     let expectedNo: number | undefined;
-    let retryOfCrash = false;
     if (pendingRetry) {
-      retryOfCrash = pendingRetry.crashed === true;
       // The previous decision's acknowledgement was lost (or it crashed mid-append): the same command is decided again.
       ({ command, label, expectedNo } = pendingRetry);
       command = { ...command, meta: { ...command.meta, now: new Date(now) } } as ActionCommand;
@@ -300,7 +298,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
       }
     }
 
-    const verdict = actionVerdict(model, command, now, expectedNo, retryOfCrash);
+    const verdict = actionVerdict(model, command, now, expectedNo);
     const before = state.status;
     const emitted = checkStep(ctx, actionDecider, command, state, verdict, label);
     // A crash between the events of one append leaves a prefix (NATS 2.9 has no atomic batch: jetstream-event-store.ts).
@@ -316,7 +314,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
       if (command.type === 'StartApply') claimsSeen.push(command.claimId);
       lastAccepted = { command, label, expectedNo };
       // After a crash the process that decided is gone: its retry may come (an approver's client), or not (a worker's redelivered message goes to another worker).
-      if (crashed ? chance(random, 0.5) : chance(random, 0.15)) pendingRetry = { ...lastAccepted, crashed };
+      if (crashed ? chance(random, 0.5) : chance(random, 0.15)) pendingRetry = lastAccepted;
     } else if (chance(random, 0.05) && lastAccepted) {
       pendingRetry = lastAccepted; // a late duplicate of an older command
     }
@@ -333,7 +331,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
 }
 
 /** docs/policy.md and docs/api.md, as a model of one action. */
-function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expectedNo: number | undefined, retryOfCrash = false): Verdict<ActionModel> {
+function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expectedNo: number | undefined): Verdict<ActionModel> {
   const bump = (next: Partial<ActionModel>): ActionModel => ({ ...m, ...next, versionNo: m.versionNo + 1 });
   const liveClaim = m.status === 'applying' && m.claim !== null && m.claim.leaseUntil !== null && m.claim.leaseUntil > now;
   switch (command.type) {
@@ -348,7 +346,6 @@ function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expe
       if (!AWAITING.includes(m.status)) return { kind: 'refuse', errors: [ActionNotInQueueError] };
       // A crash between ActionEdited and ActionApproved: the same approver's edit-and-approve again (the
       // version it saw before its edit, or none; the same edited params) completes the approval.
-      void retryOfCrash;
       const completesCrashedApproval =
         command.type === 'ApproveAction' &&
         m.editedNotApproved &&
