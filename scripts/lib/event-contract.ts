@@ -203,9 +203,10 @@ export const ACTION_KINDS_DOC: KindDocs = {
     basedOn: {
       campaign_status: 'Campaign status when proposed.',
       matched_cost_30d: 'Cost of the search terms the keywords match, last 30 days.',
-      matched_conversions_30d: 'Conversions of those search terms, last 30 days.',
+      matched_conversions_30d: 'Net conversions of those search terms, last 30 days (a retraction counts negative; any value but 0 makes the action `review`).',
+      converting_terms_30d: 'How many of those search terms had conversions other than 0, last 30 days (any makes the action `review`). Absent in proposals recorded before it was.',
       account_cost_30d: "The account's cost, last 30 days.",
-      blocked_keywords: "Enabled keywords of the campaign the negatives would block (any makes the action `review`).",
+      blocked_keywords: "Keywords of the campaign, all but paused ones, the negatives would block (any makes the action `review`).",
     },
   },
   pause_keywords: {

@@ -96,7 +96,8 @@ export interface Keyword extends Metrics {
   readonly ad_group_name: string;
   readonly text: string;
   readonly match_type: MatchType;
-  readonly status: 'enabled' | 'paused';
+  /** `unknown`: the platform gave a status this service does not know; it may be serving. */
+  readonly status: 'enabled' | 'paused' | 'unknown';
   readonly max_cpc: number | null;
 }
 

@@ -12,9 +12,15 @@ export type ActionDraft =
       readonly based_on: {
         readonly campaign_status: string;
         readonly matched_cost_30d: number;
+        /** Net conversions of the matched terms (a retraction counts negative). */
         readonly matched_conversions_30d: number;
+        /**
+         * Matched terms whose conversions are not 0. Absent in proposals recorded before it was;
+         * the apply-time re-classification reads it afresh.
+         */
+        readonly converting_terms_30d?: number;
         readonly account_cost_30d: number;
-        /** Enabled keywords of the campaign that the negatives would block. */
+        /** Keywords of the campaign, all but paused ones, that the negatives would block. */
         readonly blocked_keywords: readonly string[];
       };
     }

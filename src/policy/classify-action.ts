@@ -143,10 +143,13 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
         safe = false;
         reasons.push(`${keywords.length} negative keywords exceed the safe maximum of ${L.negativeKeywordsSafeMax}`);
       }
-      // Not 0 either way: a negative count (conversions retracted) is not "no conversions".
-      if (basis.matched_conversions_30d !== 0) {
+      // Not 0 either way: a negative count (conversions retracted) is not "no conversions". Nor
+      // is a net 0 of terms that converted: one term's +1 and another's retraction cancel out.
+      const convertingTerms = basis.converting_terms_30d ?? 0;
+      if (basis.matched_conversions_30d !== 0 || convertingTerms > 0) {
         safe = false;
-        reasons.push(`matching search terms had ${basis.matched_conversions_30d} conversions in 30 days`);
+        const terms = convertingTerms > 0 ? `${convertingTerms} matching search term(s)` : 'matching search terms';
+        reasons.push(`${terms} had ${basis.matched_conversions_30d} conversions (net) in 30 days`);
       }
       if (share > L.spendShareSafeMax) {
         safe = false;

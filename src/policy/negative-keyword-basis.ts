@@ -1,5 +1,6 @@
 import type { AdsPlatform, Campaign, DateRange, MatchType, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { negativeBlocks } from '../platform/keyword-match.ts';
+import { conversionCount } from '../platform/sandbox/sandbox-metrics.ts';
 import type { ActionDraftOf } from './action-draft.ts';
 
 const money = (value: number) => Math.round(value * 100) / 100;
@@ -7,8 +8,8 @@ const money = (value: number) => Math.round(value * 100) / 100;
 /**
  * What adding these negatives to a campaign would touch, read from the platform: the cost
  * and conversions of EVERY search term of the campaign they would block (not a top-N
- * page, which would understate the share of spend), the account's spend, and the
- * campaign's own enabled keywords they would block. The proposal and the apply-time
+ * page, which would understate the share of spend), how many of those terms converted, the
+ * account's spend, and the campaign's own keywords they would block (all but paused ones). The proposal and the apply-time
  * re-classification both use it, so both measure the same thing.
  */
 export async function negativeKeywordBasis(
@@ -24,11 +25,14 @@ export async function negativeKeywordBasis(
     platform.accountSummary(account),
   ]);
   const matched = terms.filter((t) => keywords.some((k) => negativeBlocks(k, t.search_term)));
-  const blockedKeywords = own.filter((k) => k.status === 'enabled' && keywords.some((n) => negativeBlocks(n, k.text))).map((k) => k.text);
+  // A keyword of unknown status may be serving: only a paused one is left out.
+  const blockedKeywords = own.filter((k) => k.status !== 'paused' && keywords.some((n) => negativeBlocks(n, k.text))).map((k) => k.text);
   return {
     campaign_status: campaign.status,
     matched_cost_30d: money(matched.reduce((s, t) => s + t.cost, 0)),
-    matched_conversions_30d: matched.reduce((s, t) => s + t.conversions, 0),
+    matched_conversions_30d: conversionCount(matched.reduce((s, t) => s + t.conversions, 0)),
+    // Counted term by term: one term's conversions and another's retraction would cancel in the sum.
+    converting_terms_30d: matched.filter((t) => t.conversions !== 0).length,
     account_cost_30d: summary.last_30_days.cost,
     blocked_keywords: [...new Set(blockedKeywords)],
   };

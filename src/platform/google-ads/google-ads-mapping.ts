@@ -1,5 +1,5 @@
-import type { BiddingStrategy, BiddingStrategyType, Campaign, MatchType, Metrics, SharedBudget } from '../ads-platform.ts';
-import { cents } from '../sandbox/sandbox-metrics.ts';
+import type { BiddingStrategy, BiddingStrategyType, Campaign, Keyword, MatchType, Metrics, SharedBudget } from '../ads-platform.ts';
+import { cents, conversionCount } from '../sandbox/sandbox-metrics.ts';
 import { sanitizeText } from '../../text/hostile-text.ts';
 import { clipText } from '../../text/clip-text.ts';
 import { GoogleAdsAnswerError } from './google-ads-errors.ts';
@@ -66,7 +66,7 @@ export function metricsOf(row: GoogleAdsRow): Metrics {
     impressions: number(row, 'metrics.impressions'),
     clicks: number(row, 'metrics.clicks'),
     cost: microsToUnits(number(row, 'metrics.costMicros')),
-    conversions: cents(signedNumber(row, 'metrics.conversions')),
+    conversions: conversionCount(signedNumber(row, 'metrics.conversions')),
     conversion_value: cents(signedNumber(row, 'metrics.conversionsValue')),
   };
 }
@@ -80,7 +80,7 @@ export function sumMetrics(list: readonly Metrics[]): Metrics {
     sum.conversions += m.conversions;
     sum.conversion_value += m.conversion_value;
   }
-  return { ...sum, cost: cents(sum.cost), conversions: cents(sum.conversions), conversion_value: cents(sum.conversion_value) };
+  return { ...sum, cost: cents(sum.cost), conversions: conversionCount(sum.conversions), conversion_value: cents(sum.conversion_value) };
 }
 
 /**
@@ -199,6 +199,16 @@ export function campaignOf(
     budgetResourceName: text(row, 'campaign.campaignBudget'),
     portfolioResourceName,
   };
+}
+
+/**
+ * Google's keyword status onto the port's. Only PAUSED is paused: UNKNOWN (a status newer than
+ * the API version spoken) or UNSPECIFIED may be serving, and a keyword taken as paused that is
+ * not would be recorded paused by an apply worker's takeover with nothing sent, or left out of
+ * the keywords a negative would block.
+ */
+export function keywordStatusOf(value: string): Keyword['status'] {
+  return value === 'ENABLED' ? 'enabled' : value === 'PAUSED' ? 'paused' : 'unknown';
 }
 
 const MATCH_TYPES_FROM_GOOGLE: Record<string, MatchType> = { EXACT: 'exact', PHRASE: 'phrase', BROAD: 'broad' };

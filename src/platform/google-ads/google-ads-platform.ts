@@ -15,7 +15,7 @@ import type {
 import { clipText } from '../../text/clip-text.ts';
 import { AccountNotConnectedError, CampaignNotFoundError } from '../platform-errors.ts';
 import { checkRange } from '../sandbox/sandbox-queries.ts';
-import { derivedRates } from '../sandbox/sandbox-metrics.ts';
+import { conversionCount, derivedRates } from '../sandbox/sandbox-metrics.ts';
 import type { PlatformChangeObservedData } from '../../events/catalogue/index.ts';
 import { CHANGE_EVENT_LIMIT, CHANGE_EVENT_QUERY_FIELDS, observedChangeOf, oldestChangeTime, newestChangeTime } from './google-ads-change-events.ts';
 import { changeOperations, minimumUnitMicros } from './google-ads-changes.ts';
@@ -25,6 +25,7 @@ import {
   MICROS_PER_UNIT,
   keywordIdFromResourceName,
   keywordIdOf,
+  keywordStatusOf,
   matchTypeOf,
   metricsOf,
   number,
@@ -136,7 +137,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
         ad_group_name: clippedText(row, 'adGroup.name', 200),
         text: clippedText(row, 'adGroupCriterion.keyword.text', 200),
         match_type: matchTypeOf(text(row, 'adGroupCriterion.keyword.matchType')),
-        status: text(row, 'adGroupCriterion.status') === 'ENABLED' ? 'enabled' : 'paused',
+        status: keywordStatusOf(text(row, 'adGroupCriterion.status')),
         max_cpc: bid > 0 ? Math.round(bid / 10_000) / 100 : null,
         ...sumMetrics(metricsById.get(id) ?? []),
       };
@@ -174,7 +175,7 @@ export class GoogleAdsPlatform implements AdsPlatform {
       const total = totals.get(term) ?? { cost: 0, conversions: 0 };
       totals.set(term, { cost: total.cost + metrics.cost, conversions: total.conversions + metrics.conversions });
     }
-    return [...totals].map(([search_term, t]) => ({ search_term, cost: Math.round(t.cost * 100) / 100, conversions: Math.round(t.conversions * 100) / 100 }));
+    return [...totals].map(([search_term, t]) => ({ search_term, cost: Math.round(t.cost * 100) / 100, conversions: conversionCount(t.conversions) }));
   }
 
   async listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]> {

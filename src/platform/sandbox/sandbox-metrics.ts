@@ -5,6 +5,18 @@ export function cents(value: number): number {
   return Math.round((value + Number.EPSILON) * 100) / 100;
 }
 
+/**
+ * A conversion count as the port gives it: to two decimals, but never rounded to 0 when it is
+ * not 0. Data-driven attribution credits fractions of a conversion (0.004 is a real figure),
+ * and the policy takes a keyword or search term with any conversion as converting: a fraction
+ * rounded to 0 would let a converting keyword be paused, or a converting term negated, as safe.
+ * Such a fraction keeps two significant digits instead.
+ */
+export function conversionCount(value: number): number {
+  const rounded = cents(value);
+  return rounded === 0 && value !== 0 ? Number(value.toPrecision(2)) : rounded;
+}
+
 /** Postgres numeric and bigint arrive as strings (or null for an empty sum); reads need numbers. */
 export function num(value: string | number | bigint | null | undefined): number {
   if (value === null || value === undefined) return 0;
@@ -38,7 +50,7 @@ export function toMetrics(row: MetricSums): Metrics {
     impressions: num(row.impressions),
     clicks: num(row.clicks),
     cost: cents(num(row.cost)),
-    conversions: cents(num(row.conversions)),
+    conversions: conversionCount(num(row.conversions)),
     conversion_value: cents(num(row.conversion_value)),
   };
 }

@@ -37,7 +37,8 @@ export interface FakeKeyword {
   adGroupId: string;
   text: string;
   matchType: 'EXACT' | 'PHRASE' | 'BROAD';
-  status: 'ENABLED' | 'PAUSED' | 'REMOVED';
+  /** UNKNOWN: what Google answers for a status newer than the API version asked. */
+  status: 'ENABLED' | 'PAUSED' | 'REMOVED' | 'UNKNOWN';
   cpcBidMicros?: number;
 }
 
