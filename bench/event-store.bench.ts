@@ -61,8 +61,10 @@ const COLD_CYCLES = 250;
 const COLD_OPENS = 5;
 
 const CATCH_UP_TIMEOUT_MS = 180_000;
-/** How often section 2 measures each projection alone over sealed blocks (each run against reads of its own). */
-const ALONE_RUNS = 3;
+/** How often section 2 measures each projection alone over sealed blocks (each run against reads of its own); BENCH_ALONE_RUNS=N to change. */
+const ALONE_RUNS = Number(process.env.BENCH_ALONE_RUNS ?? 3);
+/** The projectors' batch size in section 2 (BENCH_BATCH_SIZE=N to compare; default the projector's own). */
+const BATCH_SIZE = process.env.BENCH_BATCH_SIZE ? Number(process.env.BENCH_BATCH_SIZE) : undefined;
 
 const WORKSPACE = BENCH_WORKSPACE;
 const KEY_ID = BENCH_KEY_ID;
@@ -252,6 +254,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
         admission: store.admission,
         seals: firstSeals,
         logger,
+        batchSize: BATCH_SIZE,
       });
       // Until the last projection reached the head, plus stop(): the wait loop's own reads are in it too.
       const {
@@ -298,6 +301,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
             admission: fresh.store.admission,
             seals,
             logger,
+            batchSize: BATCH_SIZE,
           });
           const label = `projector ${projection.name} alone (from 0${withSeals ? '' : ', no seals'})`;
           const {
