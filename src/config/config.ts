@@ -43,6 +43,8 @@ export interface Config {
   readonly runModelBudgetMs: number;
   readonly agentWorkerConcurrency: number;
   readonly agentAckWaitMs: number;
+  /** APPLY_ACK_WAIT_MS: the apply workers' consumer's ack wait; a claim's lease is half of it. */
+  readonly applyAckWaitMs: number;
   // Bounds of streams, history pages and worker loops (issue #10 items 5-7).
   readonly sseMaxStreamsPerKey: number;
   readonly sseMaxLifetimeMs: number;
@@ -114,6 +116,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'RUN_MODEL_BUDGET_MS', default: '300000', description: 'Total time a run may spend waiting on the model; exceeding it gives timed_out.' },
   { name: 'AGENT_WORKER_CONCURRENCY', default: '4', description: 'Runs one agent-worker process works on at once.' },
   { name: 'AGENT_ACK_WAIT_MS', default: '30000', description: 'A run whose worker stops heartbeating for this long is taken as dead and failed with internal.' },
+  {
+    name: 'APPLY_ACK_WAIT_MS',
+    default: '60000',
+    description:
+      "How long an apply worker's message waits without a heartbeat before another worker gets it (a worker died mid-apply); the claim's lease is half of it. The same on every process.",
+  },
   { name: 'SSE_MAX_STREAMS_PER_KEY', default: '5', description: 'Open run event streams one API key may hold in one HTTP process; one more answers 429.' },
   { name: 'SSE_MAX_LIFETIME_MS', default: '900000', description: 'A run event stream is ended after this long (15 minutes); the client reconnects with Last-Event-ID.' },
   { name: 'SSE_KEY_RECHECK_MS', default: '5000', description: 'How often an open run event stream re-checks its API key; a revoked key ends the stream.' },
@@ -251,6 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
     agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
+    applyAckWaitMs: integer('APPLY_ACK_WAIT_MS', 4000, 600_000),
     sseMaxStreamsPerKey: integer('SSE_MAX_STREAMS_PER_KEY', 1, 1000),
     sseMaxLifetimeMs: integer('SSE_MAX_LIFETIME_MS', 1000, 86_400_000),
     sseKeyRecheckMs: integer('SSE_KEY_RECHECK_MS', 100, 600_000),

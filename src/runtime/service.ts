@@ -279,6 +279,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       infrastructure,
       platform,
       logger,
+      ackWaitMs: config.applyAckWaitMs,
       onApplyResult: (result) => metrics.applyResults.inc({ result }),
       maxDeliveries: config.workerMaxDeliveries,
       onParked: (parked) => metrics.workerParkedMessages.inc({ worker: 'apply-worker', reason: parked.reason }),

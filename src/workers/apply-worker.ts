@@ -34,9 +34,13 @@ import type { CommandMeta } from '../../commands/shared/new-event.ts';
 export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
 export const MAX_APPLY_ATTEMPTS = 5;
-const ACK_WAIT_MS = 60_000;
-/** How long a claim is a worker's without a heartbeat; well under ACK_WAIT_MS, so a redelivery after a crash finds it expired. */
-export const DEFAULT_CLAIM_LEASE_MS = 30_000;
+/** The consumer's ack wait unless told otherwise (APPLY_ACK_WAIT_MS). */
+export const DEFAULT_APPLY_ACK_WAIT_MS = 60_000;
+/**
+ * How long a claim is a worker's without a heartbeat unless told otherwise: half the ack wait,
+ * so a redelivery after a crash finds it expired.
+ */
+export const claimLeaseFor = (ackWaitMs: number): number => Math.floor(ackWaitMs / 2);
 /** When the approvals read model lags (projectors down or slow), an auto-applied budget/target change waits this long and is re-checked. */
 const READ_MODEL_RETRY_MS = 2000;
 
@@ -51,7 +55,13 @@ export interface ApplyWorkerOptions {
   readonly workerId?: string;
   /** Base of the exponential backoff between platform attempts. */
   readonly retryBaseMs?: number;
-  /** A claim's lease; the worker heartbeats every third of it while the platform call runs. */
+  /**
+   * How long the message of an action waits for a heartbeat before NATS gives it to another
+   * worker (default {@link DEFAULT_APPLY_ACK_WAIT_MS}). Every apply worker must use the same:
+   * they share one consumer.
+   */
+  readonly ackWaitMs?: number;
+  /** A claim's lease (default half the ack wait); the worker heartbeats every third of it while the platform call runs. */
   readonly claimLeaseMs?: number;
   /** The policy's clock for the apply-time classification (learning period, 30-day window); leases use real time. */
   readonly clock?: () => Date;
@@ -83,6 +93,10 @@ export class ApplyWorker {
   private readonly barrier: ReadBarrier;
 
   private readonly options: ApplyWorkerOptions;
+
+  private get ackWaitMs(): number {
+    return this.options.ackWaitMs ?? DEFAULT_APPLY_ACK_WAIT_MS;
+  }
 
   constructor(options: ApplyWorkerOptions) {
     this.options = options;
@@ -122,7 +136,7 @@ export class ApplyWorker {
       stream: config.eventStream,
       durableName: APPLY_WORKER_CONSUMER,
       filterSubject: subjects.filter('*', '*', 'action'),
-      ackWaitMs: ACK_WAIT_MS,
+      ackWaitMs: this.ackWaitMs,
       maxAckPending: 10_000,
     });
   }
@@ -144,7 +158,7 @@ export class ApplyWorker {
     const action = loaded.state;
     if (!READY_TO_APPLY.includes(action.status as never)) return null;
 
-    const leaseMs = this.options.claimLeaseMs ?? DEFAULT_CLAIM_LEASE_MS;
+    const leaseMs = this.options.claimLeaseMs ?? claimLeaseFor(this.ackWaitMs);
     // Another worker holds a live claim: come back when its lease would have run out.
     if (action.status === 'applying' && action.claim?.leaseUntil && Date.parse(action.claim.leaseUntil) > Date.now()) {
       return untilLeaseEnds(action.claim.leaseUntil);

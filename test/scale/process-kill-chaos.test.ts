@@ -33,9 +33,10 @@ import { startTestService, type TestService, type TestTenant } from '../support/
 const SEED = Number(process.env.CHAOS_SEED ?? 6);
 const ACCOUNTS = 14;
 const LOAD_MS = Number(process.env.CHAOS_LOAD_MS ?? 10_000);
-/** Apply workers are killed only this early: their messages come back after the consumer's fixed 60 s ack wait. */
+/** Apply workers are killed only this early: their messages come back after the consumer's ack wait. */
 const APPLY_KILL_WINDOW_MS = 5_000;
-const APPLY_ACK_WAIT_MS = 60_000;
+/** APPLY_ACK_WAIT_MS of the apply workers (60 s by default): a dead worker's action is taken over after it. */
+const APPLY_ACK_WAIT_MS = 8_000;
 const TERMINAL_TYPES = new Set(['RunSucceeded', 'RunFailed', 'RunCanceled']);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -157,6 +158,7 @@ describe(`process-kill chaos: workers SIGKILLed mid-work (CHAOS_SEED=${SEED})`, 
         GEMINI_API_KEY: 'fake-gemini-key',
         GEMINI_BASE_URL: modelUrl,
         AGENT_ACK_WAIT_MS: '2000',
+        APPLY_ACK_WAIT_MS: String(APPLY_ACK_WAIT_MS),
         AGENT_WORKER_CONCURRENCY: '8',
         AGENT_MAX_RUNS_PER_WORKSPACE: '16',
         SHUTDOWN_GRACE_MS: '1000',
