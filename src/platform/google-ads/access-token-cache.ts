@@ -4,6 +4,8 @@ import type { AccessToken } from './oauth-token-client.ts';
  * Access tokens per account, kept until shortly before they expire. One exchange at a time
  * per account: callers that need a token while one is being fetched wait for that one, and
  * a refresh after a 401 happens once however many calls saw the 401 with the same token.
+ * A grant replaced by `adsagent account reconnect` (another process) is taken up when the
+ * cached token expires or is refused: each exchange reads the stored refresh token again.
  */
 export class AccessTokenCache {
   private readonly tokens = new Map<string, AccessToken & { readonly obtainedAt: number }>();
@@ -48,11 +50,6 @@ export class AccessTokenCache {
     if (inFlight) return (await inFlight).token;
     this.tokens.delete(accountId);
     return (await this.fetch(accountId)).token;
-  }
-
-  /** Forgets the account's token (its grant was replaced). */
-  forget(accountId: string): void {
-    this.tokens.delete(accountId);
   }
 
   private fetch(accountId: string): Promise<AccessToken> {
