@@ -114,6 +114,8 @@ export interface SearchTermTotal {
   readonly search_term: string;
   readonly cost: number;
   readonly conversions: number;
+  /** Whether any of its rows (ad group, keyword) had conversions other than 0: their sum can cancel out. */
+  readonly converting: boolean;
 }
 
 export interface NegativeKeyword {

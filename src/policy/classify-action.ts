@@ -149,7 +149,7 @@ export function classifyAction(draft: ActionDraft, context: PolicyContext = NO_P
       if (basis.matched_conversions_30d !== 0 || convertingTerms > 0) {
         safe = false;
         const terms = convertingTerms > 0 ? `${convertingTerms} matching search term(s)` : 'matching search terms';
-        reasons.push(`${terms} had ${basis.matched_conversions_30d} conversions (net) in 30 days`);
+        reasons.push(`${terms} had conversions in 30 days (net ${basis.matched_conversions_30d})`);
       }
       if (share > L.spendShareSafeMax) {
         safe = false;

@@ -31,8 +31,8 @@ export async function negativeKeywordBasis(
     campaign_status: campaign.status,
     matched_cost_30d: money(matched.reduce((s, t) => s + t.cost, 0)),
     matched_conversions_30d: conversionCount(matched.reduce((s, t) => s + t.conversions, 0)),
-    // Counted term by term: one term's conversions and another's retraction would cancel in the sum.
-    converting_terms_30d: matched.filter((t) => t.conversions !== 0).length,
+    // Counted term by term (and a term by its rows): one's conversions and another's retraction would cancel in the sum.
+    converting_terms_30d: matched.filter((t) => t.converting || t.conversions !== 0).length,
     account_cost_30d: summary.last_30_days.cost,
     blocked_keywords: [...new Set(blockedKeywords)],
   };

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { AdsPlatform, PlatformAccountRef } from '../../src/platform/ads-platform.ts';
 import { createPlatform } from '../../src/platform/create-platform.ts';
+import { conversionCount } from '../../src/platform/sandbox/sandbox-metrics.ts';
 import { classifyAction } from '../../src/policy/classify-action.ts';
 import { negativeKeywordBasis } from '../../src/policy/negative-keyword-basis.ts';
 import { changeAlreadyLive } from '../../src/workers/apply-recheck.ts';
@@ -28,14 +29,13 @@ describe('safe-apply: converting terms and keyword statuses as Google Ads report
   let platform: AdsPlatform;
   let account: PlatformAccountRef;
   let fakeAccount: FakeAccount;
-  const yesterday = () => new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
   const range = () => {
     const day = (back: number) => new Date(Date.now() - back * 86_400_000).toISOString().slice(0, 10);
     return { from: day(30), to: day(1) };
   };
-  const addTermDay = (searchTerm: string, conversions: number) =>
+  const addTermDay = (searchTerm: string, conversions: number, daysBack = 1) =>
     fakeAccount.searchTerms.push({
-      date: yesterday(),
+      date: new Date(Date.now() - daysBack * 86_400_000).toISOString().slice(0, 10),
       searchTerm,
       adGroupId: HIKING_AD_GROUP,
       criterionId: HIKING_KEYWORD,
@@ -73,7 +73,7 @@ describe('safe-apply: converting terms and keyword statuses as Google Ads report
     expect(basis.matched_conversions_30d).to.equal(0);
     expect(basis.converting_terms_30d).to.equal(2);
     expect(classified.risk_tier).to.equal('review');
-    expect(classified.policy_reasons.join(' ')).to.include('2 matching search term(s) had 0 conversions (net)');
+    expect(classified.policy_reasons.join(' ')).to.include('2 matching search term(s) had conversions in 30 days (net 0)');
   });
 
   it('a fraction of a conversion (data-driven attribution) is not rounded to 0: the term converts', async () => {
@@ -84,6 +84,31 @@ describe('safe-apply: converting terms and keyword statuses as Google Ads report
     expect(basis.matched_conversions_30d).to.equal(0.004);
     expect(basis.converting_terms_30d).to.equal(1);
     expect(classified.risk_tier).to.equal('review');
+  });
+
+  it('float residue of a sum is 0, not a fraction: conversions all retracted within the window leave the term not converting', async () => {
+    expect(conversionCount(0.1 + 0.2 - 0.3)).to.equal(0);
+    expect(conversionCount(0.7 + 0.1 - 0.8)).to.equal(0);
+    expect(conversionCount(-0.004)).to.equal(-0.004);
+    expect(conversionCount(2.344)).to.equal(2.34);
+    addTermDay('qzv socks wool', 0.1, 1);
+    addTermDay('qzv socks wool', 0.2, 2);
+    addTermDay('qzv socks wool', -0.3, 3);
+    const { basis, classified } = await negativesOn('qzv socks');
+    expect(basis).to.deep.include({ matched_conversions_30d: 0, converting_terms_30d: 0 });
+    expect(classified.risk_tier).to.equal('safe');
+  });
+
+  it('a term that converted in one ad group and had a retraction in another converts, though its sum is 0', async () => {
+    fakeAccount.adGroups.set('1119', { id: '1119', campaignId: HIKING_CAMPAIGN, name: 'Boots, more' });
+    addTermDay('qzv spikes', 1);
+    fakeAccount.searchTerms.push({ ...fakeAccount.searchTerms.at(-1)!, adGroupId: '1119', conversions: -1 });
+    const terms = await platform.searchTermTotals(account, range(), HIKING_CAMPAIGN);
+    expect(terms.find((t) => t.search_term === 'qzv spikes')).to.deep.include({ conversions: 0, converting: true });
+    const { basis, classified } = await negativesOn('qzv spikes');
+    expect(basis).to.deep.include({ matched_conversions_30d: 0, converting_terms_30d: 1 });
+    expect(classified.risk_tier).to.equal('review');
+    expect(classified.policy_reasons.join(' ')).to.include('1 matching search term(s) had conversions in 30 days (net 0)');
   });
 
   it('a term without conversions stays safe to negate (the check is not simply always review)', async () => {

@@ -263,7 +263,7 @@ describe('safe-apply: bands that hold for a day, learning period, daily spend-sh
     await startApplyWorker();
     const returned = await waitForStatus(clock.svc, f.tenant.keys.read, f.tenant.accounts.sandbox, action.id, 'returned');
     expect(returned.status_reason).to.include('no longer safe at apply time (review)');
-    expect(returned.status_reason).to.include('1 matching search term(s) had 2 conversions (net) in 30 days');
+    expect(returned.status_reason).to.include('1 matching search term(s) had conversions in 30 days (net 2)');
     expect((await clock.platform.listNegativeKeywords(f.account, f.cpa.id)).map((n) => n.text)).to.not.include('zzqx tent');
   });
 

@@ -166,16 +166,17 @@ export class GoogleAdsPlatform implements AdsPlatform {
     const target = await this.openForRead(account, range, campaignId);
     const rows = await this.transport.search(
       target,
-      `SELECT search_term_view.search_term, metrics.cost_micros, metrics.conversions FROM search_term_view WHERE ${between(range)} AND campaign.id = ${campaignId}`,
+      // By ad group: a term's conversions in one and retraction in another would cancel out in one row.
+      `SELECT search_term_view.search_term, ad_group.id, metrics.cost_micros, metrics.conversions FROM search_term_view WHERE ${between(range)} AND campaign.id = ${campaignId}`,
     );
-    const totals = new Map<string, { cost: number; conversions: number }>();
+    const totals = new Map<string, { cost: number; conversions: number; converting: boolean }>();
     for (const row of rows) {
       const term = clippedText(row, 'searchTermView.searchTerm', 200);
       const metrics = metricsOf(row);
-      const total = totals.get(term) ?? { cost: 0, conversions: 0 };
-      totals.set(term, { cost: total.cost + metrics.cost, conversions: total.conversions + metrics.conversions });
+      const total = totals.get(term) ?? { cost: 0, conversions: 0, converting: false };
+      totals.set(term, { cost: total.cost + metrics.cost, conversions: total.conversions + metrics.conversions, converting: total.converting || metrics.conversions !== 0 });
     }
-    return [...totals].map(([search_term, t]) => ({ search_term, cost: Math.round(t.cost * 100) / 100, conversions: conversionCount(t.conversions) }));
+    return [...totals].map(([search_term, t]) => ({ search_term, cost: Math.round(t.cost * 100) / 100, conversions: conversionCount(t.conversions), converting: t.converting }));
   }
 
   async listNegativeKeywords(account: PlatformAccountRef, campaignId?: string): Promise<NegativeKeyword[]> {

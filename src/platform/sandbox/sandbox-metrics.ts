@@ -10,11 +10,13 @@ export function cents(value: number): number {
  * not 0. Data-driven attribution credits fractions of a conversion (0.004 is a real figure),
  * and the policy takes a keyword or search term with any conversion as converting: a fraction
  * rounded to 0 would let a converting keyword be paused, or a converting term negated, as safe.
- * Such a fraction keeps two significant digits instead.
+ * Such a fraction keeps two significant digits instead. Snapped to millionths first: a sum of
+ * reported counts leaves float residue (0.1 + 0.2 - 0.3 is 5.6e-17), which is 0, not a fraction.
  */
 export function conversionCount(value: number): number {
-  const rounded = cents(value);
-  return rounded === 0 && value !== 0 ? Number(value.toPrecision(2)) : rounded;
+  const snapped = Math.round(value * 1e6) / 1e6;
+  const rounded = cents(snapped);
+  return rounded === 0 && snapped !== 0 ? Number(snapped.toPrecision(2)) : rounded;
 }
 
 /** Postgres numeric and bigint arrive as strings (or null for an empty sum); reads need numbers. */

@@ -223,7 +223,12 @@ export async function searchTerms(db: Db, accountId: string, range: DateRange, o
 export async function searchTermTotals(db: Db, accountId: string, range: DateRange, campaignId: string): Promise<SearchTermTotal[]> {
   const rows = await db
     .selectFrom('sandbox_search_term_daily as s')
-    .select(['s.search_term', sql<string>`coalesce(sum(s.cost), 0)`.as('cost'), sql<string>`coalesce(sum(s.conversions), 0)`.as('conversions')])
+    .select([
+      's.search_term',
+      sql<string>`coalesce(sum(s.cost), 0)`.as('cost'),
+      sql<string>`coalesce(sum(s.conversions), 0)`.as('conversions'),
+      sql<boolean>`coalesce(bool_or(s.conversions <> 0), false)`.as('converting'),
+    ])
     .where('s.account_id', '=', accountId)
     .where('s.campaign_id', '=', campaignId)
     .where('s.day', '>=', dateParam(range.from))
@@ -231,7 +236,7 @@ export async function searchTermTotals(db: Db, accountId: string, range: DateRan
     .groupBy('s.search_term')
     .orderBy('s.search_term')
     .execute();
-  return rows.map((row) => ({ search_term: row.search_term, cost: num(row.cost), conversions: num(row.conversions) }));
+  return rows.map((row) => ({ search_term: row.search_term, cost: num(row.cost), conversions: num(row.conversions), converting: row.converting }));
 }
 
 /** The limit the port allows: default 50, at least 1, at most 500. */

@@ -112,7 +112,7 @@ describe('Google Ads adapter (against the local fake of the REST API)', function
       ['1111-11112', 'waterproof hiking boots', 'phrase', 'enabled', null],
     ]);
     const totals = await platform.searchTermTotals(account, range(), '222');
-    expect(totals.find((t) => t.search_term === 'tent rental')).to.deep.equal({ search_term: 'tent rental', cost: 36, conversions: 0 });
+    expect(totals.find((t) => t.search_term === 'tent rental')).to.deep.equal({ search_term: 'tent rental', cost: 36, conversions: 0, converting: false });
   });
 
   it('keeps hostile platform text recordable: control characters in a campaign name become U+FFFD', async () => {

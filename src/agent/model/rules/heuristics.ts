@@ -59,7 +59,8 @@ export function negativeKeywordProposals(
   for (const id of topWasteCampaigns(accountTerms, enabled)) {
     const terms = campaignTerms.get(id) ?? accountTerms.filter((t) => t.campaign_id === id);
     const list = wastedSearchTerms(terms);
-    const converting = [...terms, ...accountTerms].filter((t) => t.conversions > 0);
+    // A retraction is not "no conversions" to the policy either.
+    const converting = [...terms, ...accountTerms].filter((t) => t.conversions !== 0);
     const convertingWords = new Set(converting.flatMap((t) => words(t.search_term)));
     const wordCost = new Map<string, { cost: number; terms: number }>();
     for (const term of list) {
@@ -70,7 +71,8 @@ export function negativeKeywordProposals(
       }
     }
     mergeWordPairs(list, wordCost);
-    const ownKeywords = keywords.filter((k) => k.campaign_id === id && k.status === 'enabled');
+    // As the policy counts them: a keyword of unknown status may be serving.
+    const ownKeywords = keywords.filter((k) => k.campaign_id === id && k.status !== 'paused');
     // A negative must block neither a converting search term nor one of the campaign's own keywords.
     const blocksConverting = (keyword: { text: string; match_type: MatchType }) =>
       converting.some((t) => negativeBlocks(keyword, t.search_term)) || ownKeywords.some((k) => negativeBlocks(keyword, k.text));
