@@ -120,7 +120,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'APPLY_ACK_WAIT_MS',
     default: '60000',
     description:
-      "How long an apply worker's message waits without a heartbeat before another worker gets it (a worker died mid-apply); the claim's lease is half of it. The same on every process.",
+      "How long an apply worker's message waits without a heartbeat before another worker gets it (a worker died mid-apply); the claim's lease is half of it. At least 8000; the same on every process.",
   },
   { name: 'SSE_MAX_STREAMS_PER_KEY', default: '5', description: 'Open run event streams one API key may hold in one HTTP process; one more answers 429.' },
   { name: 'SSE_MAX_LIFETIME_MS', default: '900000', description: 'A run event stream is ended after this long (15 minutes); the client reconnects with Last-Event-ID.' },
@@ -259,7 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     runModelBudgetMs: integer('RUN_MODEL_BUDGET_MS', 100, 3_600_000),
     agentWorkerConcurrency: integer('AGENT_WORKER_CONCURRENCY', 1, 64),
     agentAckWaitMs: integer('AGENT_ACK_WAIT_MS', 1000, 600_000),
-    applyAckWaitMs: integer('APPLY_ACK_WAIT_MS', 4000, 600_000),
+    applyAckWaitMs: integer('APPLY_ACK_WAIT_MS', 8000, 600_000),
     sseMaxStreamsPerKey: integer('SSE_MAX_STREAMS_PER_KEY', 1, 1000),
     sseMaxLifetimeMs: integer('SSE_MAX_LIFETIME_MS', 1000, 86_400_000),
     sseKeyRecheckMs: integer('SSE_KEY_RECHECK_MS', 100, 600_000),

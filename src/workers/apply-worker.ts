@@ -110,8 +110,16 @@ export class ApplyWorker {
       admission: options.infrastructure.store.admission,
       consumer: () => this.ensureConsumer(),
       handle: async (message, event) => {
-        const retryInMs = await this.handle(message, event);
-        return retryInMs === null ? ACK : later(retryInMs);
+        // In progress from the start, not only during the platform call: the looks before the
+        // claim (platform reads waiting out a rate limit, the read barrier) can outlast a short
+        // ack wait, and NATS would hand the message to a second worker to read it all again.
+        const keepAlive = setInterval(() => message.working(), Math.max(1000, Math.floor(this.ackWaitMs / 3)));
+        try {
+          const retryInMs = await this.handle(message, event);
+          return retryInMs === null ? ACK : later(retryInMs);
+        } finally {
+          clearInterval(keepAlive);
+        }
       },
       onParked: options.onParked,
       onRestart: options.onLoopRestart,

@@ -87,6 +87,31 @@ class RateLimitedReadsPlatform extends FlakyPlatform {
   }
 }
 
+/** The sandbox whose first campaign read takes `delayMs`; counts the reads under way at once. */
+class SlowFirstReadPlatform extends FlakyPlatform {
+  readsAtOnce = 0;
+  mostReadsAtOnce = 0;
+
+  constructor(inner: AdsPlatform, delayMs: number) {
+    super(inner, 0);
+    const read = this.getCampaign;
+    let first = true;
+    this.getCampaign = async (a: PlatformAccountRef, id: string) => {
+      this.readsAtOnce++;
+      this.mostReadsAtOnce = Math.max(this.mostReadsAtOnce, this.readsAtOnce);
+      try {
+        if (first) {
+          first = false;
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+        }
+        return await read(a, id);
+      } finally {
+        this.readsAtOnce--;
+      }
+    };
+  }
+}
+
 /** The sandbox with one campaign removed: it is not found, and its negatives cannot be read (as the Google Ads adapter answers). */
 class RemovedCampaignPlatform extends FlakyPlatform {
   constructor(inner: AdsPlatform, removedId: string) {
@@ -114,8 +139,8 @@ describe('apply worker: platform failures and competing workers', function () {
   });
   after(async () => svc?.stop());
 
-  const startWorker = async (platform: AdsPlatform, claimLeaseMs?: number, maxDeliveries?: number) => {
-    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20, claimLeaseMs, maxDeliveries });
+  const startWorker = async (platform: AdsPlatform, claimLeaseMs?: number, maxDeliveries?: number, ackWaitMs?: number) => {
+    const worker = new ApplyWorker({ infrastructure: svc.service.infrastructure, platform, logger: createLogger('silent'), retryBaseMs: 20, claimLeaseMs, maxDeliveries, ackWaitMs });
     await worker.start();
     workers.push(worker);
     return worker;
@@ -438,6 +463,19 @@ describe('apply worker: platform failures and competing workers', function () {
       expect(returned.status_reason).to.equal('the last attempt failed for good: Google Ads: refused (x.Y)');
       expect(platform.applied, 'the refused change is not tried again').to.equal(0);
       expect((await historyOf(tenant.accounts.sandbox, action.id)).map((e) => e.type)).to.deep.equal(['ActionProposed', 'ActionApplyStarted', 'ActionApplyFailed', 'ActionReturnedToQueue']);
+    });
+
+    it('a look before the claim slower than the ack wait keeps its message: a second worker never reads it meanwhile', async () => {
+      const { action, target, cpa } = await autoApplied(0.97);
+      const platform = new SlowFirstReadPlatform(createPlatform(svc.service.infrastructure.database.db), 11_000);
+      // The shortest ack wait APPLY_ACK_WAIT_MS allows; the consumer is shared, so both use it (and the tests after set it back).
+      await Promise.all([startWorker(platform, undefined, undefined, 8000), startWorker(platform, undefined, undefined, 8000)]);
+      await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied', 30_000);
+      const events = await historyOf(tenant.accounts.sandbox, action.id);
+      expect(platform.mostReadsAtOnce, 'campaign reads under way at once').to.equal(1);
+      expect(events.filter((e) => e.type === 'ActionApplyStarted')).to.have.length(1);
+      expect(platform.applied).to.equal(1);
+      expect((await campaignById(svc, tenant.keys.read, tenant.accounts.sandbox, cpa.id)).bidding_strategy.target_cpa).to.equal(target);
     });
 
     it('heartbeats: a platform call 4x longer than the lease keeps its claim; a second worker never claims it', async () => {
