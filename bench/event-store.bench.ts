@@ -307,7 +307,7 @@ async function benchProjections(includeRebuild: boolean): Promise<void> {
           const {
             value: { value: reached, cpu },
             baseline: read,
-          } = await bracketedByReads(fresh, head, () => accountCpu(`projector-${projection.name}-alone`, () => catchUp(single, fresh.database.db, head), () => head));
+          } = await bracketedByReads(fresh, head, () => accountCpu(`projector-${projection.name}-alone${withSeals ? "" : "-no-seals"}`, () => catchUp(single, fresh.database.db, head), () => head));
           const ratio = compareThroughput(label, head, reached.get(projection.name)!, 'ordered read + parse', read.count, read.ms);
           note(
             `   CPU per event: this process ${cpu.processMicros.toFixed(1)} µs (its ordered read + parse ${((read.cpuMs * 1000) / read.count).toFixed(1)} µs), ` +
