@@ -43,7 +43,8 @@ async function draftOf(
       const ids = params.keyword_ids as string[];
       const [all, summary] = await Promise.all([platform.listKeywords(account, range), platform.accountSummary(account)]);
       const chosen = all.filter((k) => ids.includes(k.id));
-      if (chosen.length !== ids.length) return null;
+      // Against the distinct ids: an action recorded with a repeated id still names only keywords that exist.
+      if (chosen.length !== new Set(ids).size) return null;
       return {
         kind: 'pause_keywords',
         params: { keyword_ids: ids },

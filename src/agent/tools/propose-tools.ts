@@ -44,7 +44,9 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
   },
   run: async (input, context) => {
     const campaign = await campaignOf(context, input.campaign_id);
-    const keywords = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
+    const normalised = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
+    // Each negative once: the platform stores a repeat once, and the summary would count it twice.
+    const keywords = [...new Map(normalised.map((k) => [`${k.match_type}:${k.text}`, k])).values()];
     const action = await context.propose(
       {
         kind: 'add_negative_keywords',
@@ -69,7 +71,9 @@ export const pauseKeywords: AgentTool<{ keyword_ids: string[]; reason?: string }
   },
   run: async (input, context) => {
     const all = await context.platform.listKeywords(context.account, last30Days(context.today));
-    const chosen = input.keyword_ids.map((id) => {
+    // Each keyword once: a repeat would be counted twice by the policy and make the apply-time
+    // re-check, which finds it once, take the action for one whose keywords no longer exist.
+    const chosen = [...new Set(input.keyword_ids)].map((id) => {
       const keyword = all.find((k) => k.id === id);
       if (!keyword) throw new ToolInputError(`no keyword ${id} in this account`);
       return keyword;
