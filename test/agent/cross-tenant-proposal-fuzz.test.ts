@@ -63,8 +63,8 @@ interface World {
 
 /**
  * What must come of a call: `refuse` — a tool error to the model, nothing proposed; `propose` —
- * an action on A's account; `read` — a read tool's answer; `either` — an amount at the edge of
- * what a number holds (1e308), proposed or refused, but on A's account if at all.
+ * an action on A's account; `read` — a read tool's answer; `either` — proposed or refused, but
+ * on A's account if at all.
  */
 type Expect = 'refuse' | 'propose' | 'read' | 'either';
 
@@ -72,6 +72,8 @@ interface PlannedCall {
   readonly call: FakeFunctionCall;
   readonly expect: Expect;
   readonly label: string;
+  /** A refusal must name this (the argument at fault), so the model knows what to send instead. */
+  readonly refusalNames?: string;
 }
 
 interface RunPlan {
@@ -198,7 +200,8 @@ function hostileCall(r: Rand, a: World, others: readonly World[]): PlannedCall {
     case 11:
       return {
         label: 'budget 1e308 on A',
-        expect: 'either',
+        expect: 'refuse',
+        refusalNames: 'daily_budget',
         call: { name: 'set_campaign_budget', args: { campaign_id: own.id, daily_budget: r.pick([1e308, 1.7976931348623157e308]), reason, ...sneaky } },
       };
     case 12:
@@ -443,6 +446,7 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
           refusedCalls++;
           if (typeof error !== 'string' || error.length === 0) failures.push(`${label}: expected a tool error, the model got ${JSON.stringify(response.response).slice(0, 400)}`);
           if (action) failures.push(`${label}: PROPOSED ${JSON.stringify(action).slice(0, 400)}`);
+          if (c.refusalNames && !(typeof error === 'string' && error.includes(c.refusalNames))) failures.push(`${label}: the refusal does not name ${c.refusalNames}: ${String(error).slice(0, 200)}`);
         }
         if (c.expect === 'propose' && !(action && typeof action.id === 'string')) failures.push(`${label}: expected an action, the model got ${JSON.stringify(response.response).slice(0, 400)}`);
         if (c.expect === 'read' && typeof error === 'string') failures.push(`${label}: read failed: ${error}`);

@@ -6,6 +6,7 @@ import type { AgentTool, ToolContext } from './agent-tool.ts';
 import { ToolInputError } from './agent-tool.ts';
 import { last30Days } from './date-range.ts';
 import { clipText } from '../../text/clip-text.ts';
+import { AMOUNT_BOUNDS } from '../../policy/amount-bounds.ts';
 
 const REASON = { type: 'string', description: 'Why the change is made; shown to the approver.' } as const;
 
@@ -101,8 +102,7 @@ export const setCampaignBudget: AgentTool<{ campaign_id: string; daily_budget: n
   parameters: {
     type: 'object',
     required: ['campaign_id', 'daily_budget'],
-    // At least a cent: anything less would be proposed as a budget of 0, blocked, and stay in the history.
-    properties: { campaign_id: { type: 'string' }, daily_budget: { type: 'number', minimum: 0.01 }, reason: REASON },
+    properties: { campaign_id: { type: 'string' }, daily_budget: { type: 'number', ...AMOUNT_BOUNDS.daily_budget }, reason: REASON },
   },
   run: async (input, context) => {
     const campaign = await campaignOf(context, input.campaign_id);
@@ -140,8 +140,7 @@ function targetTool<F extends TargetRequest['field']>(name: string, field: F, de
     parameters: {
       type: 'object',
       required: ['campaign_id', field],
-      // The smallest values that do not round to 0, as the target endpoint takes them (a cent, a tenth of a percent).
-      properties: { campaign_id: { type: 'string' }, [field]: { type: 'number', minimum: field === 'target_cpa' ? 0.01 : 0.1 }, reason: REASON },
+      properties: { campaign_id: { type: 'string' }, [field]: { type: 'number', ...AMOUNT_BOUNDS[field] }, reason: REASON },
     },
     run: (input, context) => proposeTarget(context, input.campaign_id, { field, value: input[field] } as TargetRequest, input.reason),
   };

@@ -17,6 +17,7 @@ import { accountOf, connectedAccount } from './account-access.ts';
 import { isIdToken, type ApiContext } from './api-context.ts';
 import { CAMPAIGN_ID, PROJECT_ID } from './path-parameters.ts';
 import { StrategyMismatchError } from './target-errors.ts';
+import { AMOUNT_BOUNDS } from '../../policy/amount-bounds.ts';
 
 interface TargetBody {
   target_cpa?: number;
@@ -157,9 +158,8 @@ export const setCampaignTargetRoute = defineRoute<ApiContext>()<Record<string, n
       required: ['reason'],
       oneOf: [{ required: ['target_cpa'] }, { required: ['target_roas_pct'] }],
       properties: {
-        // The smallest values that do not round to 0: a target of 0 would be proposed, blocked, and stay in the history.
-        target_cpa: { type: 'number', minimum: 0.01, maximum: 1_000_000, description: 'New target CPA (rounded to cents; at least 0.01).' },
-        target_roas_pct: { type: 'number', minimum: 0.1, maximum: 100_000, description: 'New target ROAS in percent (rounded to 0.1; at least 0.1).' },
+        target_cpa: { type: 'number', ...AMOUNT_BOUNDS.target_cpa, description: 'New target CPA (rounded to cents; at least 0.01).' },
+        target_roas_pct: { type: 'number', ...AMOUNT_BOUNDS.target_roas_pct, description: 'New target ROAS in percent (rounded to 0.1; at least 0.1).' },
         reason: { type: 'string', minLength: 1, maxLength: TEXT_MAX_LENGTH, pattern: '\\S', description: 'Why; shown to approvers.' },
         auto_apply: { type: 'boolean', default: false, description: 'Lets the safe-apply policy apply it if it is safe.' },
       },
