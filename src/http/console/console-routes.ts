@@ -32,6 +32,8 @@ export function consoleRouter(options: ConsoleRouterOptions = {}): Router {
   };
 
   const serve = (ctx: Context) => {
+    // On every answer under /console, the app's 404 and 503 problems included.
+    ctx.set(CONSOLE_SECURITY_HEADERS);
     const current = currentBundle();
     const rest = typeof ctx.params?.rest === 'string' ? ctx.params.rest : '';
     const file = current.files.get(rest) ?? (looksLikeFile(rest) ? undefined : current.index);
@@ -51,7 +53,6 @@ function looksLikeFile(path: string): boolean {
 }
 
 function sendFile(ctx: Context, file: ConsoleFile): void {
-  ctx.set(CONSOLE_SECURITY_HEADERS);
   ctx.set('Cache-Control', file.immutable ? CACHE_CONTROL.immutable : CACHE_CONTROL.revalidate);
   ctx.vary('Accept-Encoding');
   const gzip = file.gzipped !== undefined && ctx.acceptsEncodings('gzip', 'identity') === 'gzip';

@@ -6,6 +6,7 @@ import { writeProblem } from '../problem-response.ts';
 import { HttpStatusError, InternalError } from '../problems/http-errors.ts';
 import { toHttpProblem } from '../problems/problem-mapping.ts';
 import { requestIdOf } from './request-id.ts';
+import { CONSOLE_SECURITY_HEADERS } from '../console/console-headers.ts';
 
 /** Shape of http-errors (used by `ctx.throw`, @koa/router and raw-body). */
 interface HttpLikeError {
@@ -75,8 +76,17 @@ function toAppError(error: unknown, ctx: Context, requestId: string, logger: Log
   return new InternalError(requestId);
 }
 
-/** Headers that describe the request, not the handler's answer: they stay on a problem response. */
-const ENVELOPE_HEADERS = new Set(['x-request-id', 'ratelimit', 'ratelimit-policy']);
+/**
+ * Headers that describe the request, not the handler's answer: they stay on a problem response.
+ * So do the console's security headers (CONSOLE_SECURITY_HEADERS): set for every path under
+ * /console, they belong on its 404 and 503 problems too.
+ */
+const ENVELOPE_HEADERS = new Set([
+  'x-request-id',
+  'ratelimit',
+  'ratelimit-policy',
+  ...Object.keys(CONSOLE_SECURITY_HEADERS).map((name) => name.toLowerCase()),
+]);
 
 /** Headers a handler set before failing (Content-Disposition, caching…) must not leak onto the problem. */
 function keepOnlyEnvelopeHeaders(ctx: Context): void {
