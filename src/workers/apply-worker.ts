@@ -41,6 +41,12 @@ export const DEFAULT_APPLY_ACK_WAIT_MS = 60_000;
  * so a redelivery after a crash finds it expired.
  */
 export const claimLeaseFor = (ackWaitMs: number): number => Math.floor(ackWaitMs / 2);
+/**
+ * The longest a handling keeps its message in progress by itself (the platform call's heartbeat
+ * goes on regardless): far beyond any bounded look (a platform read waits out at most a few
+ * rate limits), so only a handling that hangs lets its message go to another worker.
+ */
+const KEEP_ALIVE_MAX_MS = 5 * 60_000;
 /** When the approvals read model lags (projectors down or slow), an auto-applied budget/target change waits this long and is re-checked. */
 const READ_MODEL_RETRY_MS = 2000;
 
@@ -113,7 +119,12 @@ export class ApplyWorker {
         // In progress from the start, not only during the platform call: the looks before the
         // claim (platform reads waiting out a rate limit, the read barrier) can outlast a short
         // ack wait, and NATS would hand the message to a second worker to read it all again.
-        const keepAlive = setInterval(() => message.working(), Math.max(1000, Math.floor(this.ackWaitMs / 3)));
+        // Not for ever: a handling stuck past KEEP_ALIVE_MAX_MS lets the message go to another.
+        const keepAliveUntil = Date.now() + KEEP_ALIVE_MAX_MS;
+        const keepAlive = setInterval(() => {
+          if (Date.now() < keepAliveUntil) message.working();
+          else clearInterval(keepAlive);
+        }, Math.max(1000, Math.floor(this.ackWaitMs / 3)));
         try {
           const retryInMs = await this.handle(message, event);
           return retryInMs === null ? ACK : later(retryInMs);
