@@ -21,7 +21,7 @@ import { startTestService, type TestService, type TestTenant } from '../support/
  * CROSS_TENANT_FUZZ_SEED=<n> replays a seed; CROSS_TENANT_FUZZ_RUNS=<n> changes how many runs.
  */
 const SEED = Number(process.env.CROSS_TENANT_FUZZ_SEED ?? 0x7e_4a_17);
-const RUNS = Number(process.env.CROSS_TENANT_FUZZ_RUNS ?? 40);
+const RUNS = Number(process.env.CROSS_TENANT_FUZZ_RUNS ?? 30);
 const MAX_TOOL_CALLS = 10;
 const TERMINAL = ['succeeded', 'failed', 'canceled'];
 

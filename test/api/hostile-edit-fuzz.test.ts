@@ -46,7 +46,7 @@ import { startTestService, type TestService, type TestTenant } from '../support/
  * HOSTILE_EDIT_FUZZ_VERBOSE=1 prints every case.
  */
 const SEED = Number(process.env.HOSTILE_EDIT_FUZZ_SEED ?? 20261127);
-const CASES = Number(process.env.HOSTILE_EDIT_FUZZ_CASES ?? 240);
+const CASES = Number(process.env.HOSTILE_EDIT_FUZZ_CASES ?? 160);
 const VERBOSE = process.env.HOSTILE_EDIT_FUZZ_VERBOSE !== undefined;
 const REQUEST_TIMEOUT_MS = 6000;
 const BASE = 'http://api.test/problems/';

@@ -467,7 +467,7 @@ describe('apply worker: platform failures and competing workers', function () {
 
     it('a look before the claim slower than the ack wait keeps its message: a second worker never reads it meanwhile', async () => {
       const { action, target, cpa } = await autoApplied(0.97);
-      const platform = new SlowFirstReadPlatform(createPlatform(svc.service.infrastructure.database.db), 11_000);
+      const platform = new SlowFirstReadPlatform(createPlatform(svc.service.infrastructure.database.db), 9_500);
       // The shortest ack wait APPLY_ACK_WAIT_MS allows; the consumer is shared, so both use it (and the tests after set it back).
       await Promise.all([startWorker(platform, undefined, undefined, 8000), startWorker(platform, undefined, undefined, 8000)]);
       await waitForStatus(svc, tenant.keys.read, tenant.accounts.sandbox, action.id, 'applied', 30_000);
