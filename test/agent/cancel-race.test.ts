@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAccount } from '../../src/operator/operator-commands.ts';
-import { seededRandom } from '../support/seeded-random.ts';
+import { SeededRandom } from '../support/seeded-random.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
 /**
@@ -38,32 +38,6 @@ const API_KEY = 'cancel-race-gemini-key';
 const TERMINAL = ['succeeded', 'failed', 'canceled'];
 /** A run not terminal this long after its POST is stuck. */
 const STUCK_MS = 12_000;
-
-// ---------------------------------------------------------------- seeded random
-
-class Rand {
-  private readonly next: () => number;
-  constructor(seed: number) {
-    this.next = seededRandom(seed);
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[Math.floor(this.next() * items.length)]!;
-  }
-  shuffle<T>(items: readonly T[]): T[] {
-    const out = [...items];
-    for (let i = out.length - 1; i > 0; i--) {
-      const j = Math.floor(this.next() * (i + 1));
-      [out[i], out[j]] = [out[j]!, out[i]!];
-    }
-    return out;
-  }
-}
 
 // ---------------------------------------------------------------- scripted Gemini, routed by run
 
@@ -221,7 +195,7 @@ interface Plan {
 
 const READ_TOOLS = ['get_account_summary', 'list_campaigns', 'get_campaign_performance'];
 
-function drawPlan(r: Rand, n: number): Plan {
+function drawPlan(r: SeededRandom, n: number): Plan {
   const calls: CallPlan[] = [];
   for (let i = 0, reads = r.int(1, 3); i < reads; i++) calls.push({ name: r.pick(READ_TOOLS), proposal: null });
   const safe = r.chance(0.8);
@@ -355,7 +329,7 @@ describe(`DELETE /api/v1/runs/{runId} racing real runs (seed ${SEED}, ${RUNS} ru
   });
 
   it('cancels only queued runs, once; a running run goes on untouched; every run ends once, and GET, SSE, history and the model agree', async () => {
-    const rand = new Rand(SEED);
+    const rand = new SeededRandom(SEED);
     const plans = Array.from({ length: RUNS }, (_, n) => drawPlan(rand, n));
     const infra = svc.service.infrastructure;
     const accounts = await Promise.all(plans.map(async (p) => (await createAccount(infra, tenant.workspaceId, `cancel race ${p.n}`, 'sandbox')).value.id));

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { FAKE_GEMINI_API_KEY, FakeGeminiServer, type FakeFunctionCall, type FakeStep } from '../support/fake-gemini/fake-gemini-server.ts';
 import { eventually } from '../support/eventually.ts';
-import { seededRandom } from '../support/seeded-random.ts';
+import { SeededRandom } from '../support/seeded-random.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
 /**
@@ -25,27 +25,6 @@ const RUNS = Number(process.env.CROSS_TENANT_FUZZ_RUNS ?? 30);
 const MAX_TOOL_CALLS = 10;
 const TERMINAL = ['succeeded', 'failed', 'canceled'];
 
-class Rand {
-  private readonly next: () => number;
-  constructor(seed: number) {
-    this.next = seededRandom(seed);
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[Math.floor(this.next() * items.length)]!;
-  }
-  sample<T>(items: readonly T[], n: number): T[] {
-    const pool = [...items];
-    const out: T[] = [];
-    while (out.length < n && pool.length > 0) out.push(pool.splice(Math.floor(this.next() * pool.length), 1)[0]!);
-    return out;
-  }
-}
 
 interface CampaignInfo {
   readonly id: string;
@@ -94,7 +73,7 @@ const FULLWIDTH = (digits: string) => digits.replace(/[0-9]/g, (d) => String.fro
 const ARABIC_INDIC = (digits: string) => digits.replace(/[0-9]/g, (d) => String.fromCharCode(0x0660 + Number(d)));
 
 /** Ids that look like (or wrap) A's own id but are not one of A's ids. */
-function injectedId(r: Rand, own: string, foreign: string, foreignAccount: string): string {
+function injectedId(r: SeededRandom, own: string, foreign: string, foreignAccount: string): string {
   return r.pick([
     `${own} OR 1=1`,
     `${own}' OR '1'='1`,
@@ -125,7 +104,7 @@ function injectedId(r: Rand, own: string, foreign: string, foreignAccount: strin
 }
 
 /** One call of the fooled model, with what must come of it. */
-function hostileCall(r: Rand, a: World, others: readonly World[]): PlannedCall {
+function hostileCall(r: SeededRandom, a: World, others: readonly World[]): PlannedCall {
   const other = r.pick(others);
   const foreignCampaign = r.pick(other.campaigns);
   const foreignKeywords = other.keywordIds;
@@ -239,7 +218,7 @@ function hostileCall(r: Rand, a: World, others: readonly World[]): PlannedCall {
   }
 }
 
-function plan(r: Rand, n: number, a: World, b: World, a2: World, injectedCampaign: CampaignInfo): RunPlan {
+function plan(r: SeededRandom, n: number, a: World, b: World, a2: World, injectedCampaign: CampaignInfo): RunPlan {
   const mode = r.pick(['brief', 'campaign-name', 'model'] as const);
   const others = [b, a2];
   const budget = r.int(3, MAX_TOOL_CALLS);
@@ -353,7 +332,7 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
   });
 
   it('never proposes, applies or records anything outside the run’s own account, whatever the brief, the data or the model say', async () => {
-    const r = new Rand(SEED);
+    const r = new SeededRandom(SEED);
     const A = tenantA.accounts.sandbox;
     const A2 = tenantA.accounts.sandbox2;
     const B = tenantB.accounts.sandbox;

@@ -6,7 +6,7 @@ import { createAccount } from '../../src/operator/operator-commands.ts';
 import { hasHostileText } from '../../src/text/hostile-text.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { seededRandom } from '../support/seeded-random.ts';
+import { SeededRandom } from '../support/seeded-random.ts';
 
 /**
  * Seeded fuzz of hostile model output: real runs through the service's real Gemini adapter
@@ -23,27 +23,6 @@ const LANES = 8;
 const RUN_TIMEOUT_MS = 7_000;
 const RUN_MODEL_BUDGET_MS = 6_000;
 const API_KEY = 'fuzz-gemini-key';
-
-// ---------------------------------------------------------------- seeded random
-
-class Rand {
-  private readonly next: () => number;
-  constructor(seed: number) {
-    this.next = seededRandom(seed);
-  }
-  float(): number {
-    return this.next();
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[Math.floor(this.next() * items.length)]!;
-  }
-}
 
 // ---------------------------------------------------------------- scripted Gemini
 
@@ -177,7 +156,7 @@ const INJECTIONS = [
 ];
 const ODD_CHARS = ['\u0000', '\ud800', '\udfff', '\udc00\ud800', '\u202e', '\u2066', '\u2069', '\u200b', '\u200d', '\ufeff', '\u0007', '\u001b[31m', '\u007f', '\u0085', '\ufffe', '\uffff', '😀', '\ud83d', '\r\n', '\t'];
 
-function hostileText(r: Rand, maxLength = 400): string {
+function hostileText(r: SeededRandom, maxLength = 400): string {
   let out = '';
   const pieces = r.int(1, 12);
   for (let i = 0; i < pieces; i++) {
@@ -195,7 +174,7 @@ const FINISH_REASONS: readonly unknown[] = [
   'MALFORMED_FUNCTION_CALL', 'UNEXPECTED_TOOL_CALL', 'IMAGE_SAFETY', 'FINISH_REASON_UNSPECIFIED', 'TOTALLY_NEW_REASON', '', 7, null,
 ];
 
-function usageMetadata(r: Rand): unknown {
+function usageMetadata(r: SeededRandom): unknown {
   switch (r.int(0, 7)) {
     case 0:
       return undefined;
@@ -214,7 +193,7 @@ function usageMetadata(r: Rand): unknown {
   }
 }
 
-function candidateBody(parts: unknown[], r: Rand, finishReason: unknown = r.chance(0.75) ? 'STOP' : r.pick(FINISH_REASONS)): Record<string, unknown> {
+function candidateBody(parts: unknown[], r: SeededRandom, finishReason: unknown = r.chance(0.75) ? 'STOP' : r.pick(FINISH_REASONS)): Record<string, unknown> {
   const usage = usageMetadata(r);
   return {
     candidates: [{ content: { role: 'model', parts }, ...(finishReason === undefined ? {} : { finishReason }), index: 0 }],
@@ -226,7 +205,7 @@ function candidateBody(parts: unknown[], r: Rand, finishReason: unknown = r.chan
 const call = (name: unknown, args?: unknown, extra: Record<string, unknown> = {}) => ({ functionCall: { name, ...(args === undefined ? {} : { args }) }, ...extra });
 
 /** A proposal, often outside the safe bands. */
-function proposeCall(r: Rand, world: AccountWorld): unknown {
+function proposeCall(r: SeededRandom, world: AccountWorld): unknown {
   const enabled = world.campaigns.filter((c) => c.status === 'enabled');
   const campaign = r.pick(enabled.length > 0 ? enabled : world.campaigns);
   const factor = r.pick([6, 5, 2, 1.5, 1.21, 1.19, 1.05, 0.5, 0.01, -1, 0, 1e9, 1e308]);
@@ -259,7 +238,7 @@ function proposeCall(r: Rand, world: AccountWorld): unknown {
 
 const TOOL_NAMES = ['get_account_summary', 'list_campaigns', 'get_campaign_performance', 'list_keywords', 'get_search_terms', 'add_negative_keywords', 'pause_keywords', 'set_campaign_budget', 'set_target_cpa', 'set_target_roas'];
 
-function weirdCall(r: Rand, world: AccountWorld): unknown {
+function weirdCall(r: SeededRandom, world: AccountWorld): unknown {
   switch (r.int(0, 11)) {
     case 0:
       return call(r.pick(['delete_account', 'approve_action', 'default_api:list_campaigns', 'list_campaigns ', 'LIST_CAMPAIGNS', 'x'.repeat(128), hostileText(r, 60) || 'z']));
@@ -290,7 +269,7 @@ function weirdCall(r: Rand, world: AccountWorld): unknown {
 }
 
 /** JSON text of a body whose function-call args hold a raw number literal JSON.stringify cannot write. */
-function rawNumberStep(r: Rand, world: AccountWorld): Step {
+function rawNumberStep(r: SeededRandom, world: AccountWorld): Step {
   const campaign = r.pick(world.campaigns);
   const literal = r.pick(['1e400', '-1e400', '-0', '1e-400', '0.000000000000000000000000001', '123456789012345678901234567890', '1.0e+2']);
   const tool = r.pick(['set_campaign_budget', 'set_target_cpa', 'set_target_roas', 'get_search_terms']);
@@ -303,7 +282,7 @@ function rawNumberStep(r: Rand, world: AccountWorld): Step {
 }
 
 /** A deeply nested argument written as JSON text (the SDK parses it; nothing on our side builds it). */
-function deepNestingStep(r: Rand): Step {
+function deepNestingStep(r: SeededRandom): Step {
   const depth = r.pick([1_000, 5_000, 20_000, 100_000]);
   const open = r.chance(0.5) ? '[' : '{"a":';
   const close = open === '[' ? ']' : '}';
@@ -314,7 +293,7 @@ function deepNestingStep(r: Rand): Step {
   };
 }
 
-function oddStructureStep(r: Rand): Step {
+function oddStructureStep(r: SeededRandom): Step {
   return {
     kind: 'json',
     body: r.pick<unknown>([
@@ -342,7 +321,7 @@ function oddStructureStep(r: Rand): Step {
   };
 }
 
-function transportStep(r: Rand): Step {
+function transportStep(r: SeededRandom): Step {
   switch (r.int(0, 9)) {
     case 0:
       return { kind: 'error', status: 429, message: 'Resource has been exhausted (e.g. check quota).', retryDelay: r.pick(['0.1s', '0s', '1s', 'abc', '-3s', '99999s']) };
@@ -368,7 +347,7 @@ function transportStep(r: Rand): Step {
 }
 
 /** One seeded-random model answer. */
-function randomStep(r: Rand, world: AccountWorld): Step {
+function randomStep(r: SeededRandom, world: AccountWorld): Step {
   const roll = r.int(0, 19);
   if (roll <= 2) return { kind: 'json', body: candidateBody([{ text: hostileText(r) }], r) };
   if (roll === 3) return { kind: 'json', body: candidateBody([{ text: `${hostileText(r)}${'W'.repeat(r.pick([33_000, 200_000, 1_000_000]))}${hostileText(r)}` }], r) };
@@ -440,7 +419,7 @@ describe(`hostile model output, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, funct
   });
 
   it('ends every run in a documented state, records only admissible events, and auto-applies nothing unsafe', async () => {
-    const rand = new Rand(SEED);
+    const rand = new SeededRandom(SEED);
     const infra = svc.service.infrastructure;
     const accounts = [tenant.accounts.sandbox, tenant.accounts.sandbox2];
     while (accounts.length < LANES) accounts.push((await createAccount(infra, tenant.workspaceId, `fuzz sandbox ${accounts.length}`, 'sandbox')).value.id);
