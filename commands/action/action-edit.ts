@@ -1,6 +1,6 @@
 import { ValidationError } from '../../src/errors/common-errors.ts';
 import type { ActionKind, EditableVersion } from '../../src/events/catalogue/index.ts';
-import { MATCH_TYPES, type MatchType } from '../../src/platform/ads-platform.ts';
+import { MATCH_TYPES, normaliseNegativeKeyword, type MatchType } from '../../src/platform/ads-platform.ts';
 import { clipText } from '../../src/text/clip-text.ts';
 
 /**
@@ -30,8 +30,8 @@ export const isEditableKind = (kind: string | null): kind is EditableKind => kin
 
 type Keyword = { readonly text: string; readonly match_type: MatchType };
 
-/** Keywords are compared the way the propose tool stores them: trimmed, lower case. */
-const normalText = (text: string) => text.trim().toLowerCase();
+/** Keywords are compared the way the propose tool stores them and the platforms compare them. */
+const normalText = normaliseNegativeKeyword;
 
 function editedKeywords(proposed: readonly Keyword[], edited: readonly Keyword[]): Keyword[] {
   const known = new Set(proposed.map((k) => normalText(k.text)));

@@ -8,7 +8,7 @@
  */
 export const AMOUNT_BOUNDS = {
   daily_budget: { minimum: 0.01, maximum: 1_000_000_000 },
-  target_cpa: { minimum: 0.01, maximum: 1_000_000 },
+  target_cpa: { minimum: 0.01, maximum: 1_000_000_000 },
   target_roas_pct: { minimum: 0.1, maximum: 100_000 },
 } as const;
 

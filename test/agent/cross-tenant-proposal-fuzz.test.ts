@@ -209,8 +209,8 @@ function hostileCall(r: SeededRandom, a: World, others: readonly World[]): Plann
     default: {
       if (r.chance(0.5)) {
         const text = `zz free stuff ${r.int(1, 999)}`;
-        // The same negative in other case and spacing, once more: proposed once.
-        const keywords = [{ text }, { text: ` ${text.toUpperCase()} ` }, { text, match_type: 'exact' }];
+        // The same negative in other case and spacing, and in a narrower and a broader match type: proposed once, broad.
+        const keywords = [{ text }, { text: ` ${text.toUpperCase().replace(' ', '  ')} ` }, { text, match_type: 'exact' }, { text: text.replace(/ /g, '\t'), match_type: 'broad' }];
         return { label: 'negative on A, one of them twice', expect: 'propose', call: { name: 'add_negative_keywords', args: { campaign_id: own.id, keywords, reason, ...sneaky } } };
       }
       return { label: 'pause A keywords', expect: 'propose', call: { name: 'pause_keywords', args: { keyword_ids: r.sample(a.keywordIds, r.int(1, 3)), reason, ...sneaky } } };
@@ -458,8 +458,11 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
       for (const id of params.keyword_ids ?? []) if (!aKeywordIds.has(id)) failures.push(`${what}: names keyword ${JSON.stringify(id)}, not A's`);
       const keywordIds: string[] = params.keyword_ids ?? [];
       if (new Set(keywordIds).size !== keywordIds.length) failures.push(`${what}: names a keyword twice: ${JSON.stringify(keywordIds)}`);
-      const negatives = ((params.keywords ?? []) as { text: string; match_type: string }[]).map((k) => `${k.match_type}:${k.text}`);
-      if (new Set(negatives).size !== negatives.length) failures.push(`${what}: names a negative twice: ${JSON.stringify(negatives)}`);
+      // As the platforms compare negatives (single-spaced, lower case), each text once, with the broadest match type given.
+      const negatives = (params.keywords ?? []) as { text: string; match_type: string }[];
+      const texts = negatives.map((k) => k.text.trim().replace(/\s+/g, ' ').toLowerCase());
+      if (new Set(texts).size !== texts.length || texts.some((t, i) => t !== negatives[i]!.text)) failures.push(`${what}: names a negative twice or unnormalised: ${JSON.stringify(negatives)}`);
+      if (negatives.some((k) => k.text.startsWith('zz free stuff') && k.match_type !== 'broad')) failures.push(`${what}: kept a narrower match type than the broad one given: ${JSON.stringify(negatives)}`);
       const fromRun = runs.find((x) => x.run.id === run_id);
       if (fromRun && auto_apply_requested !== fromRun.plan.autoApply) failures.push(`${what}: auto_apply_requested ${auto_apply_requested}, the run was posted with ${fromRun.plan.autoApply}`);
       if (fromRun && !fromRun.plan.autoApply && e.data.disposition === 'auto_applied') failures.push(`${what}: auto-applied in a run posted without auto_apply`);

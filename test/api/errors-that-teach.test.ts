@@ -99,12 +99,14 @@ describe('errors that teach (issue #15)', function () {
 
   describe('the campaign target endpoint', () => {
     let cpaCampaign: string;
+    let cpaTarget: number;
 
     before(async () => {
       const listed = await call(svc, 'GET', `/api/v1/accounts/${tenant.accounts.sandbox}/campaigns`, { key: tenant.keys.read });
       const campaign = listed.body.data.find((c: any) => c.status !== 'removed' && c.bidding_strategy.type === 'maximize_conversions' && c.bidding_strategy.target_cpa !== null);
       expect(campaign, 'a target CPA campaign').to.not.equal(undefined);
       cpaCampaign = campaign.id;
+      cpaTarget = campaign.bidding_strategy.target_cpa;
     });
 
     it('answers a number too large to represent (1e400 parses as Infinity) with that, not with "must be a number, not a number"', async () => {
@@ -116,7 +118,7 @@ describe('errors that teach (issue #15)', function () {
       expectProblem(result, 422, 'validation-error');
       expect(result.body.errors).to.have.length(1);
       expect(result.body.errors[0].pointer).to.equal('/target_cpa');
-      expect(result.body.errors[0].message).to.equal('target_cpa: must be a number, not a number too large to represent; send one at least 0.01 and at most 1000000');
+      expect(result.body.errors[0].message).to.equal('target_cpa: must be a number, not a number too large to represent; send one at least 0.01 and at most 1000000000');
     });
 
     for (const [label, body] of [
@@ -129,5 +131,23 @@ describe('errors that teach (issue #15)', function () {
         expect(result.body.errors).to.deep.equal([{ pointer: '/', message: 'the body: send target_cpa (this campaign bids on a target CPA), and not the other' }]);
       });
     }
+
+    it("answers an approver's edit beyond the largest amount by naming the field and the largest it takes, before any policy arithmetic", async () => {
+      const proposed = await call(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/campaigns/${cpaCampaign}/target`, {
+        key: tenant.keys.write,
+        // +30 %: review, so it waits in the queue for a person.
+        body: { target_cpa: Math.round(cpaTarget * 130) / 100, reason: 'to be edited' },
+      });
+      expect(proposed.status, JSON.stringify(proposed.body)).to.equal(200);
+      expect(proposed.body.status, JSON.stringify(proposed.body)).to.equal('queued');
+      const result = await call(svc, 'POST', `/api/v1/accounts/${tenant.accounts.sandbox}/approvals/${proposed.body.id}/approve`, {
+        key: tenant.keys.admin,
+        body: { edit: { target_cpa: 1e308 } },
+      });
+      expectProblem(result, 422, 'validation-error');
+      expect(result.body.errors).to.have.length(1);
+      expect(result.body.errors[0].pointer).to.equal('/edit/target_cpa');
+      expect(result.body.errors[0].message).to.include('at most 1000000000');
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { MATCH_TYPES, type MatchType } from '../../platform/ads-platform.ts';
+import { MATCH_TYPES, normaliseNegativeKeyword, type MatchType } from '../../platform/ads-platform.ts';
 import { CampaignNotFoundError } from '../../platform/platform-errors.ts';
 import { negativeKeywordBasis } from '../../policy/negative-keyword-basis.ts';
 import { targetChangeDraft, type TargetRequest } from '../../policy/target-change-draft.ts';
@@ -21,6 +21,24 @@ async function accountCost30d(context: ToolContext): Promise<number> {
 }
 
 const money = (value: number) => Math.round(value * 100) / 100;
+
+/** Broadest first: a broad negative blocks every search a phrase one blocks, and a phrase one every search an exact one does. */
+const BLOCKING_ORDER: readonly MatchType[] = ['broad', 'phrase', 'exact'];
+
+/**
+ * Each text once, as the platforms compare texts (normaliseNegativeKeyword), with the broadest
+ * match type it was given: the narrower ones would block nothing more. The platform stores a
+ * repeat once, the summary and the policy would count it twice, and the approver's edit names
+ * a kept keyword by its text alone.
+ */
+function oneNegativePerText(keywords: readonly { text: string; match_type: MatchType }[]): { text: string; match_type: MatchType }[] {
+  const byText = new Map<string, { text: string; match_type: MatchType }>();
+  for (const keyword of keywords) {
+    const kept = byText.get(keyword.text);
+    if (!kept || BLOCKING_ORDER.indexOf(keyword.match_type) < BLOCKING_ORDER.indexOf(kept.match_type)) byText.set(keyword.text, keyword);
+  }
+  return [...byText.values()];
+}
 
 export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { text: string; match_type?: MatchType }[]; reason?: string }> = {
   name: 'add_negative_keywords',
@@ -45,9 +63,7 @@ export const addNegativeKeywords: AgentTool<{ campaign_id: string; keywords: { t
   },
   run: async (input, context) => {
     const campaign = await campaignOf(context, input.campaign_id);
-    const normalised = input.keywords.map((k) => ({ text: k.text.trim().toLowerCase(), match_type: k.match_type ?? 'phrase' }));
-    // Each negative once: the platform stores a repeat once, and the summary would count it twice.
-    const keywords = [...new Map(normalised.map((k) => [`${k.match_type}:${k.text}`, k])).values()];
+    const keywords = oneNegativePerText(input.keywords.map((k) => ({ text: normaliseNegativeKeyword(k.text), match_type: k.match_type ?? 'phrase' })));
     const action = await context.propose(
       {
         kind: 'add_negative_keywords',

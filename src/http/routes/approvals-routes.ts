@@ -24,6 +24,7 @@ import { accountOf } from './account-access.ts';
 import type { ApiContext } from './api-context.ts';
 import { ACTION_ID, PROJECT_ID } from './path-parameters.ts';
 import { CURSOR_MESSAGES, cursorParameter, pageSizeParameter, RUN_ID_FILTER } from './query-parameters.ts';
+import { AMOUNT_BOUNDS, type BoundedAmount } from '../../policy/amount-bounds.ts';
 
 interface OnAction {
   readonly workspaceId: string;
@@ -151,7 +152,12 @@ const PRECONDITION_TEXT =
   'Send the action\'s `version` as `expected_version` to decide only on the version the person saw: if the action changed since ' +
   '(edited, or approved and returned to the queue), the answer is 409 `action-changed` and nothing is decided.';
 
-const positiveValue = (what: string) => ({ type: 'number', exclusiveMinimum: 0, description: `The new ${what} (replaces the proposed one).` });
+const positiveValue = (what: string, field: BoundedAmount) => ({
+  type: 'number',
+  exclusiveMinimum: 0,
+  maximum: AMOUNT_BOUNDS[field].maximum,
+  description: `The new ${what} (replaces the proposed one).`,
+});
 
 /** The body's `edit`: one params field of the action's kind, replaced. Which field fits the kind is checked against the action. */
 const EDIT_SCHEMA = {
@@ -178,9 +184,9 @@ const EDIT_SCHEMA = {
         properties: { text: { type: 'string', minLength: 1, maxLength: 80 }, match_type: { enum: [...MATCH_TYPES] } },
       },
     },
-    daily_budget: positiveValue('daily budget, in the account\'s currency'),
-    target_cpa: positiveValue('target CPA, in the account\'s currency'),
-    target_roas_pct: positiveValue('target ROAS, in percent'),
+    daily_budget: positiveValue('daily budget, in the account\'s currency', 'daily_budget'),
+    target_cpa: positiveValue('target CPA, in the account\'s currency', 'target_cpa'),
+    target_roas_pct: positiveValue('target ROAS, in percent', 'target_roas_pct'),
   },
 } as const;
 
