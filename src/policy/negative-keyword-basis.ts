@@ -32,7 +32,7 @@ export async function negativeKeywordBasis(
     matched_cost_30d: money(matched.reduce((s, t) => s + t.cost, 0)),
     matched_conversions_30d: conversionCount(matched.reduce((s, t) => s + t.conversions, 0)),
     // Counted term by term (and a term by its rows): one's conversions and another's retraction would cancel in the sum.
-    converting_terms_30d: matched.filter((t) => t.converting || t.conversions !== 0).length,
+    converting_terms_30d: matched.filter((t) => t.converting).length,
     account_cost_30d: summary.last_30_days.cost,
     blocked_keywords: [...new Set(blockedKeywords)],
   };

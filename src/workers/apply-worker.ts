@@ -35,12 +35,12 @@ export const APPLY_WORKER_CONSUMER = 'apply_workers';
 /** Platform attempts before an action goes back to the queue. */
 export const MAX_APPLY_ATTEMPTS = 5;
 /** The consumer's ack wait unless told otherwise (APPLY_ACK_WAIT_MS). */
-export const DEFAULT_APPLY_ACK_WAIT_MS = 60_000;
+const DEFAULT_APPLY_ACK_WAIT_MS = 60_000;
 /**
  * How long a claim is a worker's without a heartbeat unless told otherwise: half the ack wait,
  * so a redelivery after a crash finds it expired.
  */
-export const claimLeaseFor = (ackWaitMs: number): number => Math.floor(ackWaitMs / 2);
+const claimLeaseFor = (ackWaitMs: number): number => Math.floor(ackWaitMs / 2);
 /**
  * The longest a handling keeps its message in progress by itself (the platform call's heartbeat
  * goes on regardless): far beyond any bounded look (a platform read waits out at most a few

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAccount } from '../../src/operator/operator-commands.ts';
+import { listenOnLoopback, readBody, sendJson, type LoopbackServer } from '../support/loopback-server.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 
@@ -97,28 +97,17 @@ class RaceGemini {
     this.waiters.delete(key);
   }
 
-  async start(): Promise<{ baseUrl: string; close(): Promise<void> }> {
-    const server = createServer((req, res) =>
+  start(): Promise<LoopbackServer> {
+    return listenOnLoopback((req, res) =>
       void this.handle(req, res).catch((error: Error) => {
         this.problems.push(`handler error: ${error.message}`);
         res.destroy();
       }),
     );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const { port } = server.address() as AddressInfo;
-    return {
-      baseUrl: `http://127.0.0.1:${port}`,
-      close: async () => {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = await readBody(req);
     const tag = /\[cr-\d+\]/.exec(text)?.[0];
     if (req.headers['x-goog-api-key'] !== API_KEY || !tag || !this.scripts.has(tag)) {
       this.problems.push(`unrouted request: ${text.slice(0, 200)}`);
@@ -146,12 +135,6 @@ class RaceGemini {
     entry.answeredAt = Date.now();
     this.mark(tag, entry.index, 'answered');
   }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  if (res.destroyed) return;
-  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-  res.end(JSON.stringify(body));
 }
 
 function modelAnswer(parts: unknown[]): unknown {

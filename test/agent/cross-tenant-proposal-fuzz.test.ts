@@ -353,8 +353,8 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
     await (svc.service.infrastructure.database.db as any).updateTable('sandbox_campaigns').set({ name: plantedName }).where('account_id', '=', A).where('id', '=', planted.id).execute();
     const a = await world(A, tenantA.keys.read);
 
-    // Before: what B and A2 look like to a user and on the platform.
-    const before = {
+    // What B and A2 look like to a user and on the platform: read before the runs and after them.
+    const others = async () => ({
       bHistory: await history(B, tenantB.keys.read),
       a2History: await history(A2, tenantA.keys.read),
       bCampaigns: await campaigns(B, tenantB.keys.read),
@@ -362,7 +362,8 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
       bPlatform: await platformState(B),
       a2Platform: await platformState(A2),
       bApprovals: await approvals(B, tenantB.keys.read),
-    };
+    });
+    const before = await others();
 
     // A's key cannot even aim a run at B's account.
     const aimed = await request('POST', '/api/v1/runs', tenantA.keys.write, { brief: 'pause everything', project_id: B, auto_apply: true });
@@ -489,15 +490,7 @@ describe(`cross-tenant proposals, seeded fuzz (seed ${SEED}, ${RUNS} runs)`, fun
     for (const x of await approvals(A, tenantA.keys.read)) outcomes.set(`${x.kind}:${x.status}`, (outcomes.get(`${x.kind}:${x.status}`) ?? 0) + 1);
 
     // ---- B and A2: not one event more, nothing changed, seen through the API and on the platform
-    const after = {
-      bHistory: await history(B, tenantB.keys.read),
-      a2History: await history(A2, tenantA.keys.read),
-      bCampaigns: await campaigns(B, tenantB.keys.read),
-      a2Campaigns: await campaigns(A2, tenantA.keys.read),
-      bPlatform: await platformState(B),
-      a2Platform: await platformState(A2),
-      bApprovals: await approvals(B, tenantB.keys.read),
-    };
+    const after = await others();
     if (after.bHistory.length !== before.bHistory.length) failures.push(`B's history grew from ${before.bHistory.length} to ${after.bHistory.length}: ${JSON.stringify(after.bHistory.slice(before.bHistory.length).map((e) => e.type))}`);
     if (after.a2History.length !== before.a2History.length) failures.push(`A2's history grew from ${before.a2History.length} to ${after.a2History.length}`);
     if (after.bApprovals.length !== 0 || before.bApprovals.length !== 0) failures.push(`B lists ${after.bApprovals.length} actions`);

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { auditVerifier, verifyEventLog } from '../../src/audit/verify-event-log.ts';
 import { createAccount } from '../../src/operator/operator-commands.ts';
 import { hasHostileText } from '../../src/text/hostile-text.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
+import { listenOnLoopback, readBody, sendJson, type LoopbackServer } from '../support/loopback-server.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
 
 /**
@@ -63,23 +63,12 @@ class ScriptedGemini {
     this.played.set(tag, []);
   }
 
-  async start(): Promise<{ baseUrl: string; close(): Promise<void> }> {
-    const server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    const { port } = server.address() as AddressInfo;
-    return {
-      baseUrl: `http://127.0.0.1:${port}`,
-      close: async () => {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      },
-    };
+  start(): Promise<LoopbackServer> {
+    return listenOnLoopback((req, res) => void this.handle(req, res).catch(() => res.destroy()));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = await readBody(req);
     const tag = /\[fz-(\d+)\]/.exec(text)?.[0];
     if (req.headers['x-goog-api-key'] !== API_KEY || !tag || !this.scripts.has(tag)) {
       this.unrouted.push(text.slice(0, 200));
@@ -124,10 +113,6 @@ function sendText(res: ServerResponse, status: number, text: string, contentType
   if (res.destroyed) return;
   res.writeHead(status, { 'content-type': contentType });
   res.end(text);
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  sendText(res, status, JSON.stringify(body));
 }
 
 function plainAnswer(text: string): unknown {

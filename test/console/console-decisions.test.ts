@@ -5,7 +5,7 @@ import { approvalOf, campaignsByStrategy, proposeTarget, waitForStatus } from '.
 import { runCli } from '../support/cli.ts';
 import { eventually } from '../support/eventually.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { actionCard, signIn, useConsoleBrowser } from './support/console-browser.ts';
+import { actionCard, signIn, useConsoleBrowser, waitEnabled } from './support/console-browser.ts';
 
 const PROBE_ACTION_ID = '00000000-0000-0000-0000-000000000000';
 
@@ -378,12 +378,3 @@ describe('console: deciding safely in a browser', function () {
   });
 });
 
-/** Waits until the button is enabled (Playwright's waitFor has no "enabled" state). */
-async function waitEnabled(locator: ReturnType<Page['locator']>, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  await locator.waitFor({ timeout: timeoutMs });
-  while (await locator.isDisabled()) {
-    if (Date.now() > until) throw new Error('the button stayed disabled');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

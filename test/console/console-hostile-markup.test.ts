@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { seededRandom } from '../support/seeded-random.ts';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { actionCard, newConsoleContext, signIn, useConsoleBrowser } from './support/console-browser.ts';
+import { actionCard, newConsoleContext, signIn, useConsoleBrowser, waitEnabled } from './support/console-browser.ts';
 import { servedApproval, serveApprovals, type ServedApproval } from './support/served-approvals.ts';
 
 /**
@@ -349,15 +349,6 @@ function watch(page: Page): Watch {
   return seen;
 }
 
-/** Waits until the button is enabled (Playwright's waitFor has no "enabled" state). */
-async function waitEnabled(locator: Locator, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  await locator.waitFor({ timeout: timeoutMs });
-  while (await locator.isDisabled()) {
-    if (Date.now() > until) throw new Error('the button stayed disabled');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function cspDirectives(policy: string): Map<string, string> {
   return new Map(policy.split(';').map((part) => part.trim()).filter(Boolean).map((part) => {

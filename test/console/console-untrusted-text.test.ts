@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Locator } from 'playwright-core';
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
-import { actionCard, signIn, useConsoleBrowser } from './support/console-browser.ts';
+import { actionCard, signIn, useConsoleBrowser, waitEnabled } from './support/console-browser.ts';
 import { servedApproval, serveApprovals } from './support/served-approvals.ts';
 
 const RLO = '\u202E';
@@ -149,12 +149,3 @@ async function readsAs(locator: Locator): Promise<string> {
   });
 }
 
-/** Waits until the button is enabled (Playwright's waitFor has no "enabled" state). */
-async function waitEnabled(locator: Locator, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  await locator.waitFor({ timeout: timeoutMs });
-  while (await locator.isDisabled()) {
-    if (Date.now() > until) throw new Error('the button stayed disabled');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

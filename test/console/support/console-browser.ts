@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -76,4 +76,14 @@ export function useConsoleBrowser(): ConsoleSession {
     await session.context?.close();
   });
   return session;
+}
+
+/** Waits until the button is enabled (Playwright's waitFor has no "enabled" state). */
+export async function waitEnabled(locator: Locator, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  await locator.waitFor({ timeout: timeoutMs });
+  while (await locator.isDisabled()) {
+    if (Date.now() > until) throw new Error('the button stayed disabled');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

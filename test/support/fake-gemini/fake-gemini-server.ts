@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from '../loopback-server.ts';
 
 /**
  * A local HTTP server speaking the slice of the Gemini REST API the SDK uses:
@@ -269,18 +270,6 @@ function usageMetadata(usage: FakeUsage): Record<string, number> {
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function sendError(res: ServerResponse, status: number, message: string, details?: unknown[]): void {
   sendJson(res, status, { error: { code: status, message, status: STATUS_NAMES[status] ?? 'UNKNOWN', ...(details ? { details } : {}) } });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  if (res.destroyed) return;
-  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-  res.end(JSON.stringify(body));
 }
