@@ -17,6 +17,8 @@ const WARM_MAX_KEYS = 100_000;
 /** A just-issued key is looked for this many times, waiting 25, 50, 75… ms in between. */
 const PREFETCH_ATTEMPTS = 20;
 const PREFETCH_DELAY_MS = 25;
+/** How soon the identity read model is asked again while it is behind the stream. */
+const CATCH_UP_RETRY_MS = 250;
 
 /** Where a lookup was answered from; counted so operators (and tests) can see Postgres is spared. */
 export type KeyLookupSource = 'cache' | 'unknown_cache' | 'database';
@@ -43,6 +45,11 @@ export type CachedKey = KeyRecord | 'unknown' | undefined;
  * of made-up keys costs one query per id, not one per request. The same eviction keeps
  * that safe: an issued key's event removes its "unknown" entry, and an id whose issue
  * was seen on the wire is never cached as unknown while the read model catches up.
+ * A key issued before this process subscribed is not seen on the wire, so "not found"
+ * is remembered only once the identity read model has applied everything the stream
+ * held after the subscription began: until then a valid key the read model does not
+ * hold yet is looked up again on each request, and works the moment the projector
+ * reaches it instead of being refused for the unknown entry's whole TTL.
  */
 export class KeyDirectory {
   private readonly cache = new Map<string, KeyRecord>();
@@ -55,6 +62,11 @@ export class KeyDirectory {
   private live = false;
   /** Bumped whenever the caches are emptied, so an answer read across a reconnect is not cached. */
   private generation = 0;
+  /**
+   * Whether the read model's "no such key" can be remembered: it has applied every event the
+   * stream held once this subscription was live, and every later issue is seen on the wire.
+   */
+  private unknownBelievable = false;
   private readonly unknownTtlMs: number;
   private readonly unknownMax: number;
   private readonly now: () => number;
@@ -73,8 +85,13 @@ export class KeyDirectory {
     this.now = options.now ?? Date.now;
   }
 
-  /** Starts evicting on key events published under `keySubjects` (e.g. `ads.v1.*._.key.*`). */
-  watch(nc: NatsConnection, keySubjects: string): void {
+  /**
+   * Starts evicting on key events published under `keySubjects` (e.g. `ads.v1.*._.key.*`).
+   * `identityCaughtUp` resolves true once the identity read model holds everything the stream
+   * held when it was called (e.g. `() => barrier.catchUp('identity')`); unknown ids are
+   * remembered only after it has, in each connection.
+   */
+  watch(nc: NatsConnection, keySubjects: string, identityCaughtUp: () => Promise<boolean>): void {
     this.subscription = nc.subscribe(keySubjects, {
       callback: (_error, message) => {
         const keyId = message.subject.split('.').pop();
@@ -89,6 +106,7 @@ export class KeyDirectory {
     });
     this.live = !nc.isClosed();
     void this.warm();
+    void this.believeUnknownOnceCaughtUp(nc, identityCaughtUp);
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === 'disconnect' || status.type === 'reconnecting') {
@@ -98,6 +116,7 @@ export class KeyDirectory {
           this.clearCaches();
           this.live = true;
           void this.warm();
+          void this.believeUnknownOnceCaughtUp(nc, identityCaughtUp);
         }
       }
     })().catch(() => undefined);
@@ -130,13 +149,15 @@ export class KeyDirectory {
     if (cached) return cached;
     this.options.onLookup?.('database');
     const generation = this.live ? this.generation : -1;
+    // Read before the query: a "not found" from a read model that was behind when asked proves nothing.
+    const believable = this.unknownBelievable;
     const row = await this.db
       .selectFrom('api_keys')
       .select(['id', 'workspace_id', 'scope', 'secret_hash', 'revoked_at'])
       .where('id', '=', keyId)
       .executeTakeFirst();
     if (!row) {
-      if (this.stillLive(generation) && !this.issuedSeen.has(keyId)) this.rememberUnknown(keyId);
+      if (believable && this.stillLive(generation) && !this.issuedSeen.has(keyId)) this.rememberUnknown(keyId);
       return null;
     }
     this.issuedSeen.delete(keyId);
@@ -198,6 +219,27 @@ export class KeyDirectory {
     }
   }
 
+  /**
+   * Waits until the identity read model has caught up with the stream as it was once the
+   * subscription was registered at the server (the flush), then believes its "not found"
+   * for this connection. Retries while it is behind (a projector down, a rebuild).
+   */
+  private async believeUnknownOnceCaughtUp(nc: NatsConnection, identityCaughtUp: () => Promise<boolean>): Promise<void> {
+    const generation = this.generation;
+    try {
+      await nc.flush();
+    } catch {
+      return;
+    }
+    while (this.stillLive(generation)) {
+      if (await identityCaughtUp().catch(() => false)) {
+        if (this.stillLive(generation)) this.unknownBelievable = true;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, CATCH_UP_RETRY_MS).unref());
+    }
+  }
+
   private peek(keyId: string): CachedKey {
     if (!this.live) return undefined;
     const record = this.cache.get(keyId);
@@ -225,6 +267,7 @@ export class KeyDirectory {
 
   private clearCaches(): void {
     this.generation += 1;
+    this.unknownBelievable = false;
     this.cache.clear();
     this.unknown.clear();
   }

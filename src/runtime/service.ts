@@ -162,7 +162,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         child.inc();
       },
     });
-    keys.watch(nc, `${subjects.filter('*', '_', 'key')}`);
+    const barrier = new ReadBarrier(store, database.db);
+    keys.watch(nc, `${subjects.filter('*', '_', 'key')}`, () => barrier.catchUp('identity'));
     const idempotency = new IdempotencyStore(database.db);
     // Ends open event streams when the server stops, so in-flight requests can finish.
     const httpShutdown = new AbortController();
@@ -192,7 +193,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       aggregates: apiAggregates,
       store,
       subjects,
-      barrier: new ReadBarrier(store, database.db),
+      barrier,
       keys,
       idempotency,
       runCache,

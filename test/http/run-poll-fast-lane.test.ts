@@ -86,7 +86,7 @@ describe('GET /api/v1/runs/{runId}: the fast lane answers as the koa route does'
     const observed: string[] = [];
     const keyLookups: string[] = [];
     const keys = new KeyDirectory(api.db, { onLookup: (source) => keyLookups.push(source) });
-    keys.watch(svc.service.infrastructure.nc, svc.service.infrastructure.subjects.filter('*', '_', 'key'));
+    keys.watch(svc.service.infrastructure.nc, svc.service.infrastructure.subjects.filter('*', '_', 'key'), () => api.barrier.catchUp('identity'));
     const appApi: ApiContext = { ...api, keys };
     const lane = runPollFastLane(appApi);
     const router = withLane
