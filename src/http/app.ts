@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { allowedMethods } from './allowed-methods.ts';
 import { fastLaneGateFor, fastLaneHandler, fastLaneOf, type FastLane, type FastLaneRunnerOptions } from './fast-lane.ts';
-import { consoleRouter } from './console/console-routes.ts';
+import { consoleRouter, consoleSecurityHeaders } from './console/console-routes.ts';
 import { createHealthRouter, type ReadinessAudience, type ReadinessCheck } from './health-routes.ts';
 import { rejectHostileQuery } from './hostile-text-guard.ts';
 import { accessLog, type RequestObserver } from './middleware/access-log.ts';
@@ -60,7 +60,8 @@ function clientLeft(error: unknown, ctx: Koa.Context): boolean {
 }
 
 /**
- * Assembles the Koa app: request id → API response headers → access log → error handler → rate limiter →
+ * Assembles the Koa app: request id → API response headers → access log → error handler → the
+ * console's security headers (on every /console answer, 405 and 429 included) → rate limiter →
  * 404 fallback → health routes, problem pages and the console (static) → feature routers (each
  * followed by its 405/501 handling).
  * The order matters: the access log must see the status the error handler set, and
@@ -92,6 +93,7 @@ export function createHttpApp(options: HttpAppOptions): Koa {
   app.use(apiResponseHeaders());
   app.use(accessLog(logger, options.observeRequest));
   app.use(errorHandler({ logger, publicBaseUrl: config.publicBaseUrl }));
+  if (options.publicPages !== false) app.use(consoleSecurityHeaders());
   for (const middleware of options.beforeRoutes ?? []) app.use(middleware);
   app.use(routeNotFound());
   app.use(rejectHostileQuery());

@@ -65,13 +65,20 @@ describe('console: served by the service', function () {
       const response = await get(path);
       expect(response.status, path).to.equal(404);
       expect(response.headers.get('content-type'), path).to.match(/^application\/problem\+json/);
+      // fetch resolves %2e%2e, so the last path asks for /package.json, outside the console.
+      if (new URL(response.url).pathname.startsWith('/console/')) expect(response.headers.get('content-security-policy'), path).to.include("default-src 'none'");
     }
   });
 
-  it('answers other methods with 405', async () => {
-    const response = await fetch(`${svc.baseUrl}/console/accounts/x/approvals`, { method: 'POST' });
-    expect(response.status).to.equal(405);
-    expect(response.headers.get('allow')).to.include('GET');
+  it('answers other methods with 405, under the same security headers', async () => {
+    for (const path of ['/console', '/console/accounts/x/approvals']) {
+      const response = await fetch(`${svc.baseUrl}${path}`, { method: 'POST' });
+      expect(response.status, path).to.equal(405);
+      expect(response.headers.get('allow'), path).to.include('GET');
+      expect(response.headers.get('content-security-policy'), path).to.include("default-src 'none'");
+      expect(response.headers.get('x-content-type-options'), path).to.equal('nosniff');
+      expect(response.headers.get('x-frame-options'), path).to.equal('DENY');
+    }
   });
 });
 

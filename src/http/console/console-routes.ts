@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { HttpStatusError } from '../problems/http-errors.ts';
 import { DEFAULT_CONSOLE_DIST, indexMtime, loadConsoleBundle, type ConsoleBundle, type ConsoleFile } from './console-bundle.ts';
 import { CACHE_CONTROL, CONSOLE_SECURITY_HEADERS } from './console-headers.ts';
@@ -32,8 +32,6 @@ export function consoleRouter(options: ConsoleRouterOptions = {}): Router {
   };
 
   const serve = (ctx: Context) => {
-    // On every answer under /console, the app's 404 and 503 problems included.
-    ctx.set(CONSOLE_SECURITY_HEADERS);
     const current = currentBundle();
     const rest = typeof ctx.params?.rest === 'string' ? ctx.params.rest : '';
     const file = current.files.get(rest) ?? (looksLikeFile(rest) ? undefined : current.index);
@@ -45,6 +43,18 @@ export function consoleRouter(options: ConsoleRouterOptions = {}): Router {
   router.get('/console', serve);
   router.get('/console/*rest', serve);
   return router;
+}
+
+/**
+ * Sets the console's security headers on every answer under /console, whatever its method
+ * or outcome: the page, its 404 and 503 problems, a 405 to a POST and a 429 of the rate
+ * limiter. Mounted ahead of the limiter, since those answers never reach the router's handler.
+ */
+export function consoleSecurityHeaders(): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path === '/console' || ctx.path.startsWith('/console/')) ctx.set(CONSOLE_SECURITY_HEADERS);
+    await next();
+  };
 }
 
 function looksLikeFile(path: string): boolean {
