@@ -36,17 +36,17 @@ describe('history: scan budget, page size cap, run_id subjects and corrupt event
     return pages;
   }
 
-  const toolCalled = (index: number, outputBytes: number): UnsealedEvent => ({
+  const toolCalled = (index: number, outputBytes: number, onAccount = account, ofRun = noiseRun): UnsealedEvent => ({
     id: randomUUID(),
     type: 'ToolCalled',
     version: 1,
     time: new Date().toISOString(),
     workspace_id: tenant.workspaceId,
-    account_id: account,
-    aggregate: { type: 'run', id: noiseRun },
+    account_id: onAccount,
+    aggregate: { type: 'run', id: ofRun },
     actor: { kind: 'worker', id: 'test' },
-    correlation_id: noiseRun,
-    data: { run_id: noiseRun, index, name: 'get_search_terms', input: {}, ok: true, output: { blob: 'x'.repeat(outputBytes) }, duration_ms: 1 },
+    correlation_id: ofRun,
+    data: { run_id: ofRun, index, name: 'get_search_terms', input: {}, ok: true, output: { blob: 'x'.repeat(outputBytes) }, duration_ms: 1 },
   });
 
   before(async () => {
@@ -109,11 +109,35 @@ describe('history: scan budget, page size cap, run_id subjects and corrupt event
     const pages = await walk('limit=500');
     let cutBySize = 0;
     for (const page of pages) {
-      const bytes = page.body.data.reduce((sum: number, e: unknown) => sum + Buffer.byteLength(JSON.stringify(e)) + 1, 0);
+      // The body as sent, the list around the entries included.
+      const bytes = Buffer.byteLength(page.text);
       if (page.body.data.length > 1) expect(bytes, `page of ${page.body.data.length}`).to.be.at.most(PAGE_BYTES);
       if (page.body.data.length < SCAN_BUDGET && page.body.next_cursor !== null) cutBySize++;
     }
     expect(cutBySize, 'pages cut short by the size cap').to.be.greaterThan(0);
+  });
+
+  it('counts the list around the entries: two entries that fit the cap but not with the list end the page after the first', async () => {
+    // On the second account, from a cursor just before the first event: the page holds exactly these three.
+    const onAccount = tenant.accounts.sandbox2;
+    const ofRun = randomUUID();
+    const infra = svc.service.infrastructure;
+    const subject = infra.subjects.forAggregate(streams.run(tenant.workspaceId, onAccount, ofRun));
+    const appender = new ChainedAppender(infra);
+    const pageOf = (cursor: number) => api(svc, 'GET', `/api/v1/accounts/${onAccount}/history?limit=10&cursor=${cursor}`, { key: tenant.keys.read });
+    const entryBytes = (entry: unknown) => Buffer.byteLength(JSON.stringify(entry)) + 1;
+    const first = await appender.append(subject, toolCalled(1, 100, onAccount, ofRun));
+    const firstBytes = entryBytes((await pageOf(first.seq - 1)).body.data[0]);
+    // Sized so that the two entries together are 10 bytes under the cap.
+    const second = await appender.append(subject, toolCalled(2, 100 + PAGE_BYTES - 10 - 2 * firstBytes, onAccount, ofRun));
+    await appender.append(subject, toolCalled(3, 100, onAccount, ofRun));
+    const secondBytes = entryBytes((await pageOf(second.seq - 1)).body.data[0]);
+    expect(firstBytes + secondBytes, 'the entries alone fit').to.be.within(PAGE_BYTES - 20, PAGE_BYTES);
+
+    const page = await pageOf(first.seq - 1);
+    expect(Buffer.byteLength(page.text), 'the body').to.be.at.most(PAGE_BYTES);
+    expect(page.body.data.map((entry: { seq: number }) => entry.seq)).to.deep.equal([first.seq]);
+    expect(page.body.next_cursor).to.equal(String(first.seq));
   });
 
   it("run_id reads the run's own subjects: the 64 later events of the account are not scanned", async () => {

@@ -131,10 +131,14 @@ function findRunlessAction(api: ApiContext, principal: Principal, accountId: str
     .executeTakeFirst();
 }
 
+/** The list around the entries at its largest (the longest cursor): what a page carries besides them. */
+const PAGE_ENVELOPE_BYTES = Buffer.byteLength(JSON.stringify({ object: 'list', data: [], next_cursor: String(Number.MAX_SAFE_INTEGER) }));
+
 async function readPage(api: ApiContext, source: AsyncGenerator<RawStoredMessage>, pageSize: number, runId: string | undefined, cursor: number) {
   const { historyScanBudget, historyMaxPageBytes } = api.config;
   const items: PageItem[] = [];
-  let bytes = 0;
+  // The cap is on the whole body: the list's own members count too.
+  let bytes = PAGE_ENVELOPE_BYTES;
   let scanned = 0;
   let lastScanned = 0;
   let nextCursor: number | null = null;
