@@ -15,6 +15,9 @@ import { externalLoad, type LoadOutcome, type LoadPlan } from './support/load-cl
 import { compare, figure, note, section, timed } from './support/report.ts';
 import { accountCpu, type CpuShare } from './support/cpu-accounting.ts';
 import { KeyDirectory } from '../src/auth/key-directory.ts';
+import type { Infrastructure } from '../src/runtime/infrastructure.ts';
+import { identityFreshnessOf } from '../src/runtime/identity-freshness.ts';
+import { ReadBarrier } from '../src/runtime/read-barrier.ts';
 import { parseApiKey } from '../src/auth/api-key.ts';
 import { authenticate } from '../src/auth/authenticate.ts';
 import { accessLog } from '../src/http/middleware/access-log.ts';
@@ -350,10 +353,9 @@ async function measureServiceProcessMemory(nodeFlags: readonly string[]): Promis
  * level, pino's asynchronous destination, to /dev/null), metrics (the histogram observer),
  * rate limiting (with its key check) and request ids each add per request.
  */
-async function measureIsolated(infra: { database: { db: ConstructorParameters<typeof KeyDirectory>[0] }; nc: Parameters<KeyDirectory['watch']>[0]; subjects: { filter(ws?: string, acc?: string, type?: string): string } }, runIds: readonly string[], body: string, authorization: string): Promise<void> {
+async function measureIsolated(infra: Infrastructure, runIds: readonly string[], body: string, authorization: string): Promise<void> {
   const keys = new KeyDirectory(infra.database.db);
-  // The bench's read model is caught up before this runs: "not found" may be believed at once.
-  keys.watch(infra.nc, infra.subjects.filter('*', '_', 'key'), async () => true);
+  keys.watch(infra.nc, infra.subjects.filter('*', '_', 'key'), identityFreshnessOf(infra.store, infra.subjects, new ReadBarrier(infra.store, infra.database.db)));
   // Warm the cache with the bench key, as a running service would hold it.
   await authenticateOnce(keys, authorization);
   const metrics = new ServiceMetrics({ projectors: () => [], streamHead: async () => 0 });

@@ -32,6 +32,19 @@ export interface KeyDirectoryOptions {
   readonly now?: () => number;
 }
 
+/**
+ * How current the identity read model is, as the key directory needs to know it: what a
+ * process's projector has applied against what the event log holds.
+ */
+export interface IdentityFreshness {
+  /** The read model's projection, whose checkpoint is read with each key row (`identity`). */
+  readonly projection: string;
+  /** Resolves true once the identity read model holds everything the stream held when called (it may wait a while). */
+  caughtUp(): Promise<boolean>;
+  /** The stream sequence of the newest event of this key's subject (0: none), as the stream's leader has it. */
+  lastSeqOfKey(workspaceId: string, keyId: string): Promise<number>;
+}
+
 /** A cached answer: the key's record, `'unknown'` for an id known not to exist, undefined when not cached. */
 export type CachedKey = KeyRecord | 'unknown' | undefined;
 
@@ -45,11 +58,14 @@ export type CachedKey = KeyRecord | 'unknown' | undefined;
  * of made-up keys costs one query per id, not one per request. The same eviction keeps
  * that safe: an issued key's event removes its "unknown" entry, and an id whose issue
  * was seen on the wire is never cached as unknown while the read model catches up.
- * A key issued before this process subscribed is not seen on the wire, so "not found"
- * is remembered only once the identity read model has applied everything the stream
- * held after the subscription began: until then a valid key the read model does not
- * hold yet is looked up again on each request, and works the moment the projector
- * reaches it instead of being refused for the unknown entry's whole TTL.
+ * A key issued or revoked before this process subscribed (at start, or while it was off
+ * NATS) is not seen on the wire, so a row of the read model is cached only once the read
+ * model is known to hold every event of that key: when it has applied everything the stream
+ * held after the subscription began, or, before that, when it has applied the newest event
+ * of the key's own subject (one look at the log per key). Otherwise each request reads the
+ * row again, so a revoked key is refused the moment the projector reaches its revocation. An
+ * id with no row is remembered as unknown only in the first case: before it, a key issued
+ * meanwhile works the moment the projector reaches its issue, not after the entry's TTL.
  */
 export class KeyDirectory {
   private readonly cache = new Map<string, KeyRecord>();
@@ -59,14 +75,17 @@ export class KeyDirectory {
   /** Issues seen on the wire that the read model may not hold yet. */
   private readonly issuedSeen = new Set<string>();
   private subscription: Subscription | undefined;
+  private identity: IdentityFreshness | undefined;
   private live = false;
   /** Bumped whenever the caches are emptied, so an answer read across a reconnect is not cached. */
   private generation = 0;
   /**
-   * Whether the read model's "no such key" can be remembered: it has applied every event the
-   * stream held once this subscription was live, and every later issue is seen on the wire.
+   * Whether the read model's answers can be remembered: it has applied every event the stream
+   * held once this subscription was live, and every later issue or revocation is seen on the
+   * wire. Before that, a row can predate a revocation this process never heard (appended while
+   * it was off NATS) and nothing would evict it: nothing is cached, every request reads again.
    */
-  private unknownBelievable = false;
+  private readModelCurrent = false;
   private readonly unknownTtlMs: number;
   private readonly unknownMax: number;
   private readonly now: () => number;
@@ -87,11 +106,10 @@ export class KeyDirectory {
 
   /**
    * Starts evicting on key events published under `keySubjects` (e.g. `ads.v1.*._.key.*`).
-   * `identityCaughtUp` resolves true once the identity read model holds everything the stream
-   * held when it was called (e.g. `() => barrier.catchUp('identity')`); unknown ids are
-   * remembered only after it has, in each connection.
+   * `identity` tells how current the identity read model is (see the class's comment).
    */
-  watch(nc: NatsConnection, keySubjects: string, identityCaughtUp: () => Promise<boolean>): void {
+  watch(nc: NatsConnection, keySubjects: string, identity: IdentityFreshness): void {
+    this.identity = identity;
     this.subscription = nc.subscribe(keySubjects, {
       callback: (_error, message) => {
         const keyId = message.subject.split('.').pop();
@@ -105,8 +123,7 @@ export class KeyDirectory {
       },
     });
     this.live = !nc.isClosed();
-    void this.warm();
-    void this.believeUnknownOnceCaughtUp(nc, identityCaughtUp);
+    void this.cacheOnceCaughtUp(nc, identity);
     void (async () => {
       for await (const status of nc.status()) {
         if (status.type === 'disconnect' || status.type === 'reconnecting') {
@@ -115,8 +132,7 @@ export class KeyDirectory {
         } else if (status.type === 'reconnect') {
           this.clearCaches();
           this.live = true;
-          void this.warm();
-          void this.believeUnknownOnceCaughtUp(nc, identityCaughtUp);
+          void this.cacheOnceCaughtUp(nc, identity);
         }
       }
     })().catch(() => undefined);
@@ -149,15 +165,23 @@ export class KeyDirectory {
     if (cached) return cached;
     this.options.onLookup?.('database');
     const generation = this.live ? this.generation : -1;
-    // Read before the query: a "not found" from a read model that was behind when asked proves nothing.
-    const believable = this.unknownBelievable;
+    // Read before the query: an answer from a read model that was behind when asked proves nothing.
+    const current = this.readModelCurrent;
+    // The checkpoint in the same statement (one snapshot): the row holds every event up to it.
     const row = await this.db
       .selectFrom('api_keys')
       .select(['id', 'workspace_id', 'scope', 'secret_hash', 'revoked_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('projection_checkpoints')
+          .select('last_seq')
+          .where('projection', '=', this.identity?.projection ?? '')
+          .as('checkpoint'),
+      )
       .where('id', '=', keyId)
       .executeTakeFirst();
     if (!row) {
-      if (believable && this.stillLive(generation) && !this.issuedSeen.has(keyId)) this.rememberUnknown(keyId);
+      if (current && this.stillLive(generation) && !this.issuedSeen.has(keyId)) this.rememberUnknown(keyId);
       return null;
     }
     this.issuedSeen.delete(keyId);
@@ -168,7 +192,10 @@ export class KeyDirectory {
       secretHash: row.secret_hash,
       revoked: row.revoked_at !== null || this.revokedSeen.has(row.id),
     };
-    if (this.stillLive(generation) && !record.revoked) this.cache.set(keyId, record);
+    if (!record.revoked && this.stillLive(generation) && (current || (await this.rowIsCurrent(record, row.checkpoint)))) {
+      // Checked again after the look at the log: a revocation may have been heard meanwhile.
+      if (this.stillLive(generation) && !this.revokedSeen.has(keyId)) this.cache.set(keyId, record);
+    }
     return record;
   }
 
@@ -221,10 +248,11 @@ export class KeyDirectory {
 
   /**
    * Waits until the identity read model has caught up with the stream as it was once the
-   * subscription was registered at the server (the flush), then believes its "not found"
-   * for this connection. Retries while it is behind (a projector down, a rebuild).
+   * subscription was registered at the server (the flush), then caches its answers for this
+   * connection, starting with every active key. Retries while it is behind (a projector down,
+   * a rebuild).
    */
-  private async believeUnknownOnceCaughtUp(nc: NatsConnection, identityCaughtUp: () => Promise<boolean>): Promise<void> {
+  private async cacheOnceCaughtUp(nc: NatsConnection, identity: IdentityFreshness): Promise<void> {
     const generation = this.generation;
     try {
       await nc.flush();
@@ -232,12 +260,25 @@ export class KeyDirectory {
       return;
     }
     while (this.stillLive(generation)) {
-      if (await identityCaughtUp().catch(() => false)) {
-        if (this.stillLive(generation)) this.unknownBelievable = true;
+      if (await identity.caughtUp().catch(() => false)) {
+        if (!this.stillLive(generation)) return;
+        this.readModelCurrent = true;
+        await this.warm();
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, CATCH_UP_RETRY_MS).unref());
     }
+  }
+
+  /**
+   * Whether the read model, at the checkpoint its row was read with, had applied the newest
+   * event of the key's subject: then the row says all there is, and anything later is heard
+   * on the wire (the subscription was live before this look at the log).
+   */
+  private async rowIsCurrent(record: KeyRecord, checkpoint: number | null): Promise<boolean> {
+    if (!this.identity || checkpoint === null) return false;
+    const newest = await this.identity.lastSeqOfKey(record.workspaceId, record.keyId).catch(() => Infinity);
+    return newest > 0 && newest <= checkpoint;
   }
 
   private peek(keyId: string): CachedKey {
@@ -267,7 +308,7 @@ export class KeyDirectory {
 
   private clearCaches(): void {
     this.generation += 1;
-    this.unknownBelievable = false;
+    this.readModelCurrent = false;
     this.cache.clear();
     this.unknown.clear();
   }

@@ -37,6 +37,7 @@ import { rateLimit } from '../http/middleware/rate-limit.ts';
 import { openInfrastructure, type Infrastructure } from './infrastructure.ts';
 import { watchNatsServerErrors } from '../event-store/nats-connection.ts';
 import { ReadBarrier } from './read-barrier.ts';
+import { identityFreshnessOf } from './identity-freshness.ts';
 import { RunStateFollower } from './run-state-follower.ts';
 import { readinessChecks } from './readiness.ts';
 import { ApprovalsAppliedChangeLookup } from '../../projections/approvals/applied-change-lookup.ts';
@@ -163,7 +164,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       },
     });
     const barrier = new ReadBarrier(store, database.db);
-    keys.watch(nc, `${subjects.filter('*', '_', 'key')}`, () => barrier.catchUp('identity'));
+    keys.watch(nc, `${subjects.filter('*', '_', 'key')}`, identityFreshnessOf(store, subjects, barrier));
     const idempotency = new IdempotencyStore(database.db);
     // Ends open event streams when the server stops, so in-flight requests can finish.
     const httpShutdown = new AbortController();

@@ -43,11 +43,13 @@ describe('API keys while the identity read model is behind', function () {
     return counts;
   }
 
-  it('accepts a key issued before the process started as soon as the projector reaches it, and only then remembers unknown ids', async () => {
+  it('accepts a key issued before the process started as soon as the projector reaches it, caches keys the read model fully holds, and only then remembers unknown ids', async () => {
     const logger = createLogger('silent');
     // The read model exists (a projector ran and made the workspace visible) and then falls behind: its projector stops.
     const firstProjector = await startService({ ...config, roles: ['projectors'] }, logger);
     const workspaceId = (await createWorkspace(issuer!, 'behind')).value.id;
+    const early = await issueKey(issuer!, workspaceId, 'admin', 'early');
+    expect(early.visible).to.equal(true);
     await firstProjector.stop();
     // Issued while no projector runs and before the HTTP process subscribes: it sees no ApiKeyIssued for them.
     const [read, admin] = await Promise.all([issueKey(issuer!, workspaceId, 'read', 'read'), issueKey(issuer!, workspaceId, 'admin', 'admin')]);
@@ -58,6 +60,15 @@ describe('API keys while the identity read model is behind', function () {
       const early = await get('/api/v1/accounts', read.value.key);
       expect(early.status, 'the read model does not hold the key yet').to.equal(401);
     }
+
+    // A key whose every event the read model holds is cached all the same, the read model being
+    // behind elsewhere: its second request is answered from memory (and charges no client address).
+    await get('/api/v1/accounts', early.value.key);
+    const beforeCached = await lookups(early.value.key);
+    expect((await get('/api/v1/accounts', early.value.key)).status).to.equal(200);
+    const afterCached = await lookups(early.value.key);
+    expect((afterCached.cache ?? 0) - (beforeCached.cache ?? 0), 'answered from memory').to.be.at.least(1);
+    expect(afterCached.database ?? 0, 'no database lookup').to.equal(beforeCached.database ?? 0);
 
     const projectorsStarted = Date.now();
     services.push(await startService({ ...config, roles: ['projectors'] }, logger));

@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { Commands } from '../../commands/command-bus.ts';
+import { identityFreshnessOf } from '../../src/runtime/identity-freshness.ts';
 import { KeyDirectory } from '../../src/auth/key-directory.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import { fastLaneOf, withFastLane } from '../../src/http/fast-lane.ts';
@@ -86,7 +87,7 @@ describe('GET /api/v1/runs/{runId}: the fast lane answers as the koa route does'
     const observed: string[] = [];
     const keyLookups: string[] = [];
     const keys = new KeyDirectory(api.db, { onLookup: (source) => keyLookups.push(source) });
-    keys.watch(svc.service.infrastructure.nc, svc.service.infrastructure.subjects.filter('*', '_', 'key'), () => api.barrier.catchUp('identity'));
+    keys.watch(svc.service.infrastructure.nc, svc.service.infrastructure.subjects.filter('*', '_', 'key'), identityFreshnessOf(api.store, api.subjects, api.barrier));
     const appApi: ApiContext = { ...api, keys };
     const lane = runPollFastLane(appApi);
     const router = withLane
