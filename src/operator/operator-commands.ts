@@ -27,9 +27,14 @@ export interface OperatorResult<T> {
 const OPERATOR: Actor = operatorActor();
 const VISIBILITY_TIMEOUT_MS = 5000;
 
-async function visible(infra: Infrastructure, result: { appended: readonly { seq: number }[] }): Promise<boolean> {
-  const seq = lastSeqOf(result);
-  return seq === null || waitForProjection(infra.database.db, identityProjection.name, seq, VISIBILITY_TIMEOUT_MS);
+/**
+ * Whether the identity read model shows the aggregate as the command left it. A command that
+ * appended nothing (a retry of a revocation that was stored) waits for the aggregate's newest
+ * event all the same: the earlier attempt's event may not be projected yet.
+ */
+async function visible(infra: Infrastructure, result: { appended: readonly { seq: number }[]; position: { lastSequence: number } }): Promise<boolean> {
+  const seq = lastSeqOf(result) ?? result.position.lastSequence;
+  return seq === 0 || waitForProjection(infra.database.db, identityProjection.name, seq, VISIBILITY_TIMEOUT_MS);
 }
 
 /** Accounts and keys belong to a workspace that must exist (read from its aggregate, not a read model). */

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
+import { setTimeout as delay } from 'node:timers/promises';
 import { generateApiKey } from '../../src/auth/api-key.ts';
 import type { Config } from '../../src/config/config.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { createWorkspace, issueKey } from '../../src/operator/operator-commands.ts';
+import { createWorkspace, issueKey, revokeKey } from '../../src/operator/operator-commands.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { startService, type RunningService } from '../../src/runtime/service.ts';
 import { eventually } from '../support/eventually.ts';
@@ -48,12 +49,19 @@ describe('API keys while the identity read model is behind', function () {
     // The read model exists (a projector ran and made the workspace visible) and then falls behind: its projector stops.
     const firstProjector = await startService({ ...config, roles: ['projectors'] }, logger);
     const workspaceId = (await createWorkspace(issuer!, 'behind')).value.id;
-    const early = await issueKey(issuer!, workspaceId, 'admin', 'early');
+    const [early, doomed] = await Promise.all([issueKey(issuer!, workspaceId, 'admin', 'early'), issueKey(issuer!, workspaceId, 'read', 'doomed')]);
     expect(early.visible).to.equal(true);
     await firstProjector.stop();
     // Issued while no projector runs and before the HTTP process subscribes: it sees no ApiKeyIssued for them.
-    const [read, admin] = await Promise.all([issueKey(issuer!, workspaceId, 'read', 'read'), issueKey(issuer!, workspaceId, 'admin', 'admin')]);
+    // Meanwhile one key is revoked twice (an operator retrying): the call that finds the revocation
+    // stored appends nothing, and must not say it is visible while the read model is behind.
+    const [read, admin, revocations] = await Promise.all([
+      issueKey(issuer!, workspaceId, 'read', 'read'),
+      issueKey(issuer!, workspaceId, 'admin', 'admin'),
+      Promise.all([revokeKey(issuer!, doomed.value.id), delay(300).then(() => revokeKey(issuer!, doomed.value.id))]),
+    ]);
     expect(read.visible, 'the read model is behind').to.equal(false);
+    expect(revocations.map((revocation) => revocation.visible), 'both revocations').to.deep.equal([false, false]);
 
     services.push(await startService(config, logger));
     for (let attempt = 0; attempt < 3; attempt++) {
