@@ -94,11 +94,15 @@ export class PullLoop {
   private loops: Promise<void>[] = [];
   private readonly failures = new Map<number, number>();
   private consumerInUse: Promise<Consumer> | null = null;
+  /** Resolves (with no message) when stop() is called: a loop waiting on a fetch stops at once. */
+  private readonly stopRequested: Promise<null>;
+  private requestStop: () => void = () => undefined;
 
   private readonly options: PullLoopOptions;
 
   constructor(options: PullLoopOptions) {
     this.options = options;
+    this.stopRequested = new Promise((resolve) => (this.requestStop = () => resolve(null)));
   }
 
   /** Resolves once the consumer exists; rejects when it cannot be created (start fails loudly). */
@@ -111,6 +115,7 @@ export class PullLoop {
   /** Stops fetching; resolves when every in-flight message is settled. */
   async stop(): Promise<void> {
     this.running = false;
+    this.requestStop();
     await Promise.all(this.loops);
   }
 
@@ -154,7 +159,14 @@ export class PullLoop {
     while (this.running) {
       let message: JsMsg | null;
       try {
-        message = await consumer.next({ expires: 1000 });
+        const fetching = consumer.next({ expires: 1000 });
+        message = await Promise.race([fetching, this.stopRequested]);
+        if (message === null && !this.running) {
+          // Stopped mid-fetch: no waiting out its expiry (up to a second of every shutdown). A
+          // message it still brings is handed back at once, not held for its ack wait.
+          fetching.then((late) => late?.nak(), () => undefined);
+          return;
+        }
         fetchFailures = 0;
       } catch (error) {
         if (++fetchFailures >= FETCH_FAILURES_BEFORE_RESTART) throw new LoopFailure(`${fetchFailures} fetches failed in a row: ${describe(error)}`);

@@ -127,4 +127,48 @@ describe('worker pull loop: a message that keeps failing', function () {
       await loop.stop();
     }
   });
+
+  it('stops at once while its fetches wait, and a message those fetches bring afterwards goes to the next worker at once, not after the ack wait', async () => {
+    const consumerName = 'pull_loop_stop';
+    await infra.jsm.consumers.add(config.eventStream, {
+      durable_name: consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      filter_subject: infra.subjects.all,
+      // Long: a message held by the stopped loop would come back only after it.
+      ack_wait: 30_000_000_000,
+    });
+    const handledBy: string[] = [];
+    const loopNamed = (name: string) =>
+      new PullLoop({
+        name,
+        concurrency: 2,
+        maxDeliveries: 3,
+        logger: createLogger('silent'),
+        admission: infra.store.admission,
+        consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
+        handle: async () => {
+          handledBy.push(name);
+          return ACK;
+        },
+      });
+    const first = loopNamed('first');
+    await first.start();
+    // Both slots are waiting on a fetch (each expires after 1 s).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const stopping = performance.now();
+    await first.stop();
+    const stopMs = performance.now() - stopping;
+    // Published while the stopped loop's fetches are still open on the server: one of them gets it.
+    const appender = new ChainedAppender(infra);
+    await appender.append(appender.workspaceSubject('ws-after-stop'), workspaceCreated('ws-after-stop'));
+    const second = loopNamed('second');
+    await second.start();
+    try {
+      await eventually(() => expect(handledBy).to.deep.equal(['second']), 5_000, 50);
+      expect(stopMs, 'stop waited for the fetches').to.be.below(500);
+    } finally {
+      await second.stop();
+    }
+  });
 });
