@@ -24,7 +24,19 @@ export interface RunStateFollowerOptions extends LiveRunsOptions {
    * listener must not take the messages for gap-free.
    */
   readonly onEvent?: (result: AdmissionResult) => void;
+  /**
+   * The process's NATS connection status (`nc.status()`). While the connection is down the
+   * follow hears nothing, and other processes may end the held runs meanwhile: every held run
+   * is let go at the first sign of it, and memory is used again only once the follow has caught
+   * up with the stream after the reconnect.
+   */
+  readonly connectionStatus?: AsyncIterable<{ readonly type: string }>;
 }
+
+/** Statuses after which the follow may be missing what other processes append. */
+const CONNECTION_LOST = new Set(['disconnect', 'reconnecting', 'staleConnection']);
+/** How long one wait for the follow to reach the head may take after a reconnect, before asking again. */
+const RECONNECT_CATCH_UP_MS = 5000;
 
 /**
  * Keeps {@link LiveRuns} current in an HTTP process: follows the stream from its head at
@@ -34,6 +46,9 @@ export interface RunStateFollowerOptions extends LiveRunsOptions {
  *
  * If the follow fails, every held run is dropped (readers fall back to Postgres) and the
  * follow starts again from the head: a run is never served from a fold with a gap in it.
+ * Likewise when the process loses its NATS connection: held runs are dropped at once and
+ * nothing is served from memory until the follow has caught up after the reconnect, so a run
+ * another process ended meanwhile is never answered as still queued or running.
  *
  * @example
  * ```ts
@@ -50,6 +65,10 @@ export class RunStateFollower {
   /** Last stream sequence folded (or known to hold nothing to fold). */
   private position = 0;
   private waiters: { readonly seq: number; readonly resolve: () => void }[] = [];
+  /** False from a lost connection until the follow has caught up after the reconnect: nothing is served from memory. */
+  private serving = true;
+  /** Bumped at each lost connection, so a catch-up begun before it does not turn serving back on. */
+  private connectionEpoch = 0;
 
   /**
    * Per workspace, the stream sequence of the last run end folded here that the read model may
@@ -85,6 +104,7 @@ export class RunStateFollower {
     const from = (await this.options.store.lastSequence()) + 1;
     this.position = from - 1;
     this.loop = this.follow(from);
+    if (this.options.connectionStatus) void this.watchConnection(this.options.connectionStatus);
   }
 
   async stop(): Promise<void> {
@@ -95,7 +115,7 @@ export class RunStateFollower {
   }
 
   get(runId: string): LiveRun | undefined {
-    return this.runs.get(runId);
+    return this.serving ? this.runs.get(runId) : undefined;
   }
 
   get heldRuns(): number {
@@ -151,6 +171,38 @@ export class RunStateFollower {
           // The next attempt tries again.
         }
       }
+    }
+  }
+
+  private async watchConnection(statuses: AsyncIterable<{ readonly type: string }>): Promise<void> {
+    try {
+      for await (const status of statuses) {
+        if (this.controller.signal.aborted) return;
+        if (CONNECTION_LOST.has(status.type)) {
+          if (this.serving) this.options.logger.warn({ status: status.type }, 'run state follower lost its NATS connection; runs are read from Postgres until it has caught up');
+          this.serving = false;
+          this.connectionEpoch++;
+          this.runs.clear();
+        } else if (status.type === 'reconnect') {
+          void this.serveOnceCaughtUp(this.connectionEpoch);
+        }
+      }
+    } catch {
+      // The status stream ends with the connection.
+    }
+  }
+
+  /** Serves from memory again once the follow has folded everything the stream held after the reconnect. */
+  private async serveOnceCaughtUp(epoch: number): Promise<void> {
+    while (epoch === this.connectionEpoch && !this.controller.signal.aborted) {
+      const caughtUp = await this.catchUp(RECONNECT_CATCH_UP_MS).catch(() => false);
+      if (epoch !== this.connectionEpoch) return;
+      if (caughtUp) {
+        this.serving = true;
+        this.options.logger.info('run state follower caught up after the reconnect; serving runs from memory again');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250).unref());
     }
   }
 

@@ -177,6 +177,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // What other processes (agent workers, other HTTP processes) append keeps this process's
       // remembered write-model states current: a command decided on them needs no reload.
       onEvent: (result) => aggregates.followed(result),
+      connectionStatus: nc.status(),
     });
     await liveRuns.start();
     // Same caches, but reads and writes of an API request fail at once when the log is unreachable.
