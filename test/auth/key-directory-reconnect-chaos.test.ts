@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { generateApiKey } from '../../src/auth/api-key.ts';
 import type { Config } from '../../src/config/config.ts';
 import { EVENT_TYPE_HEADER } from '../../src/event-store/event-store.ts';
@@ -8,6 +7,7 @@ import { createWorkspace, issueKey, revokeKey } from '../../src/operator/operato
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
 import { startService, type RunningService } from '../../src/runtime/service.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { NatsGate } from '../support/nats-gate.ts';
 import { PrivateNats } from '../support/private-nats.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
 
@@ -97,65 +97,6 @@ interface Exchange {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * A TCP relay between the service and its nats-server: while held, every connection it is
- * offered is closed at once (a reconnect attempt that fails); a connection whose server end
- * closes (the server was killed) is closed on the client side too.
- */
-class NatsGate {
-  private readonly server: Server;
-  private readonly pairs = new Set<Socket>();
-  private held = false;
-  port = 0;
-
-  private readonly upstreamPort: number;
-
-  constructor(upstreamPort: number) {
-    this.upstreamPort = upstreamPort;
-    this.server = createServer((client) => {
-      this.pairs.add(client);
-      client.once('close', () => this.pairs.delete(client));
-      if (this.held) {
-        client.destroy();
-        return;
-      }
-      const upstream = connect(this.upstreamPort, '127.0.0.1');
-      this.pairs.add(upstream);
-      upstream.once('close', () => this.pairs.delete(upstream));
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    this.port = typeof address === 'object' && address ? address.port : 0;
-  }
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  hold(): void {
-    this.held = true;
-  }
-
-  release(): void {
-    this.held = false;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.pairs) socket.destroy();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 describe(`the API-key cache across NATS crashes and restarts (KEY_DIR_CHAOS_SEED=${SEED})`, function () {
   this.timeout(90_000);
@@ -182,7 +123,7 @@ describe(`the API-key cache across NATS crashes and restarts (KEY_DIR_CHAOS_SEED
     this.timeout(60_000);
     // Everything below needs NATS: bring it back if the test stopped while it was down.
     await nats?.restart().catch(() => undefined);
-    gate?.release();
+    gate?.open();
     await service?.stop().catch(() => undefined);
     await gate?.close().catch(() => undefined);
     for (const infra of cliConnections) await infra.close().catch(() => undefined);
@@ -404,7 +345,7 @@ describe(`the API-key cache across NATS crashes and restarts (KEY_DIR_CHAOS_SEED
       note(`outage ${round + 1}: nats-server listening again`);
       ops.push(
         sleep(serviceLagMs).then(() => {
-          gate!.release();
+          gate!.open();
           outage.releasedAt = performance.now();
           note(`outage ${round + 1}: the gate lets the service through`);
         }),

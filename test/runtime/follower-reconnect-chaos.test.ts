@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Config } from '../../src/config/config.ts';
 import type { DomainEvent } from '../../src/events/catalogue/index.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -10,6 +9,7 @@ import { toRunStreamMessage } from '../../src/http/routes/run-event-stream.ts';
 import { runIdOf } from '../../projections/runs/fold-runs.ts';
 import { findRun, findRunActions, toRunRepresentation } from '../../projections/runs/run-view.ts';
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
+import { NatsGate } from '../support/nats-gate.ts';
 import { PrivateNats } from '../support/private-nats.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
 
@@ -121,66 +121,6 @@ interface SseClient {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * A TCP relay between process A and the nats-server. `cut()` destroys every connection through
- * it and refuses new ones (A's reconnect attempts fail at once) while the server stays up for
- * everyone else; `open()` lets A through again.
- */
-class NatsGate {
-  private readonly server: Server;
-  private readonly sockets = new Set<Socket>();
-  private held = false;
-  port = 0;
-  private readonly upstreamPort: number;
-
-  constructor(upstreamPort: number) {
-    this.upstreamPort = upstreamPort;
-    this.server = createServer((client) => {
-      this.sockets.add(client);
-      client.once('close', () => this.sockets.delete(client));
-      if (this.held) {
-        client.destroy();
-        return;
-      }
-      const upstream = connect(this.upstreamPort, '127.0.0.1');
-      this.sockets.add(upstream);
-      upstream.once('close', () => this.sockets.delete(upstream));
-      const end = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', end).on('close', end);
-      upstream.on('error', end).on('close', end);
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    this.port = typeof address === 'object' && address ? address.port : 0;
-  }
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  cut(): void {
-    this.held = true;
-    for (const socket of this.sockets) socket.destroy();
-  }
-
-  open(): void {
-    this.held = false;
-  }
-
-  async close(): Promise<void> {
-    this.held = true;
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 describe(`an HTTP process's in-memory run state across a cut of its NATS connection (FOLLOWER_CHAOS_SEED=${SEED})`, function () {
   this.timeout(60_000 + ROUNDS * 40_000);
