@@ -26,6 +26,12 @@ export type KeyLookupSource = 'cache' | 'unknown_cache' | 'database';
 export interface KeyDirectoryOptions {
   /** How long a key id that does not exist is remembered as unknown. */
   readonly unknownTtlMs?: number;
+  /**
+   * How long a valid key is answered from memory before its row is read again: a backstop for an
+   * eviction that never arrives (in a cluster, a revocation published through a server that had
+   * not yet learnt of this process's subscription). Revocations heard on the wire act at once.
+   */
+  readonly keyMaxAgeMs?: number;
   /** Most unknown key ids remembered; the oldest go first. */
   readonly unknownMax?: number;
   readonly onLookup?: (source: KeyLookupSource) => void;
@@ -39,8 +45,10 @@ export interface KeyDirectoryOptions {
 export interface IdentityFreshness {
   /** The read model's projection, whose checkpoint is read with each key row (`identity`). */
   readonly projection: string;
-  /** Resolves true once the identity read model holds everything the stream held when called (it may wait a while). */
-  caughtUp(): Promise<boolean>;
+  /** The stream's last sequence now. */
+  streamHead(): Promise<number>;
+  /** Resolves true once the identity read model has applied everything through `seq`; false if not within a while (asked again). */
+  reaches(seq: number): Promise<boolean>;
   /** The stream sequence of the newest event of this key's subject (0: none), as the stream's leader has it. */
   lastSeqOfKey(workspaceId: string, keyId: string): Promise<number>;
 }
@@ -68,7 +76,8 @@ export type CachedKey = KeyRecord | 'unknown' | undefined;
  * meanwhile works the moment the projector reaches its issue, not after the entry's TTL.
  */
 export class KeyDirectory {
-  private readonly cache = new Map<string, KeyRecord>();
+  /** Valid keys, each until a time: past it the row is read again (see KeyDirectoryOptions.keyMaxAgeMs). */
+  private readonly cache = new Map<string, { readonly record: KeyRecord; readonly until: number }>();
   private readonly unknown = new Map<string, number>();
   /** Revocations seen on the wire, which can be ahead of the read model by a few milliseconds. */
   private readonly revokedSeen = new Set<string>();
@@ -87,6 +96,7 @@ export class KeyDirectory {
    */
   private readModelCurrent = false;
   private readonly unknownTtlMs: number;
+  private readonly keyMaxAgeMs: number;
   private readonly unknownMax: number;
   private readonly now: () => number;
 
@@ -100,6 +110,7 @@ export class KeyDirectory {
     this.db = db;
     this.options = options;
     this.unknownTtlMs = options.unknownTtlMs ?? 60_000;
+    this.keyMaxAgeMs = options.keyMaxAgeMs ?? 300_000;
     this.unknownMax = options.unknownMax ?? 10_000;
     this.now = options.now ?? Date.now;
   }
@@ -194,7 +205,7 @@ export class KeyDirectory {
     };
     if (!record.revoked && this.stillLive(generation) && (current || (await this.rowIsCurrent(record, row.checkpoint)))) {
       // Checked again after the look at the log: a revocation may have been heard meanwhile.
-      if (this.stillLive(generation) && !this.revokedSeen.has(keyId)) this.cache.set(keyId, record);
+      if (this.stillLive(generation) && !this.revokedSeen.has(keyId)) this.remember(record);
     }
     return record;
   }
@@ -216,7 +227,7 @@ export class KeyDirectory {
       for (const row of rows) {
         if (!this.stillLive(generation) || this.cache.size >= WARM_MAX_KEYS) return;
         if (this.revokedSeen.has(row.id) || this.cache.has(row.id)) continue;
-        this.cache.set(row.id, { keyId: row.id, workspaceId: row.workspace_id, scope: row.scope, secretHash: row.secret_hash, revoked: false });
+        this.remember({ keyId: row.id, workspaceId: row.workspace_id, scope: row.scope, secretHash: row.secret_hash, revoked: false });
       }
     } catch {
       // Only an optimisation: `find` still answers every key.
@@ -259,8 +270,15 @@ export class KeyDirectory {
     } catch {
       return;
     }
-    while (this.stillLive(generation)) {
-      if (await identity.caughtUp().catch(() => false)) {
+    // A fixed target: the stream as it was once the subscription was live. Asking for the head
+    // again at each try would chase a moving target under a steady lag and never get there.
+    let head: number | undefined;
+    while (this.stillLive(generation) && head === undefined) {
+      head = await identity.streamHead().catch(() => undefined);
+      if (head === undefined) await new Promise((resolve) => setTimeout(resolve, CATCH_UP_RETRY_MS).unref());
+    }
+    while (this.stillLive(generation) && head !== undefined) {
+      if (await identity.reaches(head).catch(() => false)) {
         if (!this.stillLive(generation)) return;
         this.readModelCurrent = true;
         await this.warm();
@@ -283,13 +301,20 @@ export class KeyDirectory {
 
   private peek(keyId: string): CachedKey {
     if (!this.live) return undefined;
-    const record = this.cache.get(keyId);
-    if (record) return record;
+    const cached = this.cache.get(keyId);
+    if (cached) {
+      if (cached.until > this.now()) return cached.record;
+      this.cache.delete(keyId);
+    }
     const expires = this.unknown.get(keyId);
     if (expires === undefined) return undefined;
     if (expires > this.now()) return 'unknown';
     this.unknown.delete(keyId);
     return undefined;
+  }
+
+  private remember(record: KeyRecord): void {
+    this.cache.set(record.keyId, { record, until: this.now() + this.keyMaxAgeMs });
   }
 
   private rememberUnknown(keyId: string): void {

@@ -14,7 +14,8 @@ import type { ReadBarrier } from './read-barrier.ts';
 export function identityFreshnessOf(store: EventStore, subjects: Subjects, barrier: ReadBarrier): IdentityFreshness {
   return {
     projection: identityProjection.name,
-    caughtUp: () => barrier.catchUp(identityProjection.name),
+    streamHead: () => store.lastSequence(),
+    reaches: (seq) => barrier.reach(identityProjection.name, seq),
     lastSeqOfKey: (workspaceId, keyId) => store.leaderLastSequenceOf(subjects.forAggregate(streams.key(workspaceId, keyId))),
   };
 }

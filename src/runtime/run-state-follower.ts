@@ -130,10 +130,11 @@ export class RunStateFollower {
     const head = await this.options.store.lastSequence();
     if (this.position >= head) return true;
     return new Promise<boolean>((resolve) => {
+      // Not holding the process open: a stop() while this waits must not be kept waiting for it.
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((waiter) => waiter !== entry);
         resolve(false);
-      }, timeoutMs);
+      }, timeoutMs).unref();
       const entry = {
         seq: head,
         resolve: () => {

@@ -1,3 +1,4 @@
+import { flushCompileCache } from 'node:module';
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { PostgresUnreachableError } from '../db/database.ts';
 import { NatsUnreachableError } from '../event-store/nats-connection.ts';
@@ -31,6 +32,8 @@ export async function main(): Promise<void> {
   }
   const listening = service.http ? service.http.url : `${service.operations!.url} (health and metrics only: no http role)`;
   console.error(`ads-agent-runs listening on ${listening} (roles: ${config.roles.join(', ')})`);
+  // Written now, not only at a clean exit: a process that is killed still leaves the next start its cache.
+  flushCompileCache();
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {

@@ -74,6 +74,29 @@ export const OUTAGE_RETRY_MS = 2000;
 class LoopFailure extends Error {}
 
 /**
+ * `fetching`, or null as soon as `signal` is aborted. The listener is removed once either
+ * happens: racing every fetch against one promise that stays pending for the worker's life
+ * would keep each fetched message (and the socket chunk its data is a view of) reachable.
+ */
+function untilStopped<T>(fetching: Promise<T>, signal: AbortSignal): Promise<T | null> {
+  if (signal.aborted) return Promise.resolve(null);
+  return new Promise<T | null>((resolve, reject) => {
+    const onAbort = () => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+    fetching.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
  * The pull loop both workers run on their durable consumer: fetch, admit, handle, settle —
  * supervised, so nothing can wedge or kill it silently.
  *
@@ -94,20 +117,21 @@ export class PullLoop {
   private loops: Promise<void>[] = [];
   private readonly failures = new Map<number, number>();
   private consumerInUse: Promise<Consumer> | null = null;
-  /** Resolves (with no message) when stop() is called: a loop waiting on a fetch stops at once. */
-  private readonly stopRequested: Promise<null>;
-  private requestStop: () => void = () => undefined;
+  /** Aborted by stop(): a loop waiting on a fetch stops at once. Made anew by each start(). */
+  private stopping = new AbortController();
 
   private readonly options: PullLoopOptions;
 
   constructor(options: PullLoopOptions) {
     this.options = options;
-    this.stopRequested = new Promise((resolve) => (this.requestStop = () => resolve(null)));
   }
 
   /** Resolves once the consumer exists; rejects when it cannot be created (start fails loudly). */
   async start(): Promise<void> {
+    const stopping = (this.stopping = new AbortController());
     await this.currentConsumer();
+    // stop() came while the consumer was being made: nothing to start.
+    if (stopping.signal.aborted) return;
     this.running = true;
     this.loops = Array.from({ length: this.options.concurrency }, (_, slot) => this.supervise(slot));
   }
@@ -115,7 +139,7 @@ export class PullLoop {
   /** Stops fetching; resolves when every in-flight message is settled. */
   async stop(): Promise<void> {
     this.running = false;
-    this.requestStop();
+    this.stopping.abort();
     await Promise.all(this.loops);
   }
 
@@ -160,11 +184,21 @@ export class PullLoop {
       let message: JsMsg | null;
       try {
         const fetching = consumer.next({ expires: 1000 });
-        message = await Promise.race([fetching, this.stopRequested]);
+        message = await untilStopped(fetching, this.stopping.signal);
         if (message === null && !this.running) {
           // Stopped mid-fetch: no waiting out its expiry (up to a second of every shutdown). A
-          // message it still brings is handed back at once, not held for its ack wait.
-          fetching.then((late) => late?.nak(), () => undefined);
+          // message it still brings is handed back at once, not held for its ack wait (unless the
+          // connection is already draining: then it comes back after the ack wait).
+          fetching.then(
+            (late) => {
+              try {
+                late?.nak();
+              } catch {
+                // Draining or closed: redelivered after its ack wait.
+              }
+            },
+            () => undefined,
+          );
           return;
         }
         fetchFailures = 0;

@@ -171,4 +171,41 @@ describe('worker pull loop: a message that keeps failing', function () {
       await second.stop();
     }
   });
+
+  it('fetches again when started after stop(): the stop of one run does not end the next', async () => {
+    const consumerName = 'pull_loop_restart';
+    await infra.jsm.consumers.add(config.eventStream, {
+      durable_name: consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.New,
+      filter_subject: infra.subjects.all,
+      ack_wait: 5_000_000_000,
+    });
+    let handled = 0;
+    const loop = new PullLoop({
+      name: 'restarted',
+      concurrency: 1,
+      maxDeliveries: 3,
+      logger: createLogger('silent'),
+      admission: infra.store.admission,
+      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
+      handle: async () => {
+        handled++;
+        return ACK;
+      },
+    });
+    await loop.start();
+    await loop.stop();
+    await loop.start();
+    try {
+      // A loop still stopped would return at once from every fetch; one spinning on them would starve this append.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const appender = new ChainedAppender(infra);
+      await appender.append(appender.workspaceSubject('ws-restart'), workspaceCreated('ws-restart'));
+      await eventually(() => expect(handled).to.equal(1), 5_000, 50);
+      expect(loop.isRunning).to.equal(true);
+    } finally {
+      await loop.stop();
+    }
+  });
 });
