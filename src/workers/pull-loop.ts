@@ -4,6 +4,7 @@ import { admitRawEvent } from '../events/admit-raw-event.ts';
 import type { EventAdmission } from '../events/event-admission.ts';
 import type { Logger } from '../log/logger.ts';
 import { unavailableError } from '../errors/infrastructure-errors.ts';
+import { raceAbort } from '../runtime/abortable.ts';
 
 /** How a handler is done with a message. */
 export type Settlement =
@@ -73,28 +74,6 @@ export const OUTAGE_RETRY_MS = 2000;
 
 class LoopFailure extends Error {}
 
-/**
- * `fetching`, or null as soon as `signal` is aborted. The listener is removed once either
- * happens: racing every fetch against one promise that stays pending for the worker's life
- * would keep each fetched message (and the socket chunk its data is a view of) reachable.
- */
-function untilStopped<T>(fetching: Promise<T>, signal: AbortSignal): Promise<T | null> {
-  if (signal.aborted) return Promise.resolve(null);
-  return new Promise<T | null>((resolve, reject) => {
-    const onAbort = () => resolve(null);
-    signal.addEventListener('abort', onAbort, { once: true });
-    fetching.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
-}
 
 /**
  * The pull loop both workers run on their durable consumer: fetch, admit, handle, settle —
@@ -184,7 +163,11 @@ export class PullLoop {
       let message: JsMsg | null;
       try {
         const fetching = consumer.next({ expires: 1000 });
-        message = await untilStopped(fetching, this.stopping.signal);
+        const { signal } = this.stopping;
+        message = await raceAbort(fetching, signal).catch((error: unknown) => {
+          if (signal.aborted) return null;
+          throw error;
+        });
         if (message === null && !this.running) {
           // Stopped mid-fetch: no waiting out its expiry (up to a second of every shutdown). A
           // message it still brings is handed back at once, not held for its ack wait (unless the

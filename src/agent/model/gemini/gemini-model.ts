@@ -9,7 +9,7 @@ import {
 } from '@google/generative-ai';
 import type { AgentIdentity } from '../../../events/catalogue/index.ts';
 import { ModelError, type ModelClient, type ModelPart, type ModelRequest, type ModelTurn, type ToolDeclaration } from '../model-port.ts';
-import { abortReason, raceAbort, sleep } from './abortable.ts';
+import { abortReason, raceAbort, sleep } from '../../../runtime/abortable.ts';
 import { fromGeminiParts, toGeminiContents, usageOf } from './gemini-conversation.ts';
 import { classifyGeminiFailure, type GeminiFailure } from './gemini-errors.ts';
 import { GeminiSchemaError, toFunctionDeclaration } from './gemini-schema.ts';

@@ -1,8 +1,9 @@
 /**
- * Abort helpers for the Gemini adapter. The port promises an AbortError when the caller's
- * signal fires, whatever the SDK does: SDK 0.24 wraps fetch's abort in its own
- * GoogleGenerativeAIAbortError (named plain "Error"), and ignores a signal that is already
- * aborted when the call starts (it only listens for a future 'abort' event).
+ * Waits that end when a signal fires, whatever the awaited library does with it: the Gemini
+ * adapter (SDK 0.24 wraps fetch's abort in its own GoogleGenerativeAIAbortError, named plain
+ * "Error", and ignores a signal already aborted when the call starts) and the workers' pull loop
+ * (a JetStream fetch cannot be cancelled). The listener is removed once the promise settles, so
+ * a long-lived signal does not keep every awaited value reachable.
  */
 
 /** The error to reject with once `signal` fired: its reason, or a DOMException 'AbortError'. */
