@@ -820,4 +820,43 @@ describe(`an HTTP process's in-memory run state across a cut of its NATS connect
       `GET /api/v1/runs/${runId} on A, cut off from NATS, 1.5 s after B canceled the run and the read model showed it: ${onA.status} ${onA.body?.status} (expected canceled, or 503 with Retry-After)`,
     ).to.equal(true);
   });
+
+  it('ends a run event stream opened on A while A is cut off with a comment saying the event log could not be read, and retry:', async () => {
+    const b = procB!;
+    const a = procA!;
+    const operator = b.infrastructure;
+    gate!.open();
+    const workspaceId = (await createWorkspace(operator, 'follower sse')).value.id;
+    const key = (await issueKey(operator, workspaceId, 'write', 'sse')).value.key;
+    const account = (await createAccount(operator, workspaceId, 'sse', 'sandbox')).value.id;
+    const call = (base: string, path: string, init: RequestInit = {}) =>
+      fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, signal: AbortSignal.timeout(20_000) });
+    const ready = performance.now() + 15_000;
+    while ((await call(a.http!.url, '/api/v1/accounts').catch(() => ({ status: 0 }))).status !== 200) {
+      expect(performance.now(), 'A knows the key').to.be.below(ready);
+      await sleep(100);
+    }
+    await pauseRunStarts(operator, workspaceId, 600, 'keep the run queued');
+    const created = await call(b.http!.url, '/api/v1/runs', { method: 'POST', body: JSON.stringify({ brief: BRIEF, project_id: account }) });
+    expect(created.status).to.equal(202);
+    const runId = ((await created.json()) as { id: string }).id;
+    // In the read model, so A finds the run without asking the log.
+    const projected = performance.now() + 5000;
+    while ((await findRun(operator.database.db, workspaceId, runId))?.status !== 'queued') {
+      expect(performance.now(), 'the read model holds the run').to.be.below(projected);
+      await sleep(20);
+    }
+
+    gate!.cut();
+    try {
+      const opened = performance.now();
+      const stream = await call(a.http!.url, `/api/v1/runs/${runId}/events`);
+      expect(stream.status).to.equal(200);
+      const text = await stream.text();
+      console.log(`      stream opened on A during the cut ended after ${Math.round(performance.now() - opened)} ms: ${JSON.stringify(text.slice(-160))}`);
+      expect(text).to.match(/: the event log could not be read[^\n]*\nretry: 3000\n\n$/);
+    } finally {
+      gate!.open();
+    }
+  });
 });

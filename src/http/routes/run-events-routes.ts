@@ -26,8 +26,15 @@ const END_REASONS = {
   lifetime: 'stream lifetime reached; reconnect with Last-Event-ID',
   revoked: 'the API key was revoked',
   shutdown: 'the server is shutting down; reconnect with Last-Event-ID',
+  unreadable: 'the event log could not be read (this server lost NATS, or it timed out); reconnect with Last-Event-ID',
 } as const;
 type EndReason = keyof typeof END_REASONS;
+
+/** The `retry:` line after an end: none for a revoked key, the usual delay when the log could not be read, a short one otherwise. */
+function retryAfterEnd(reason: EndReason): string {
+  if (reason === 'revoked') return '';
+  return `retry: ${reason === 'unreadable' ? RETRY_MS : LIFETIME_RETRY_MS}\n`;
+}
 
 interface StreamDeps {
   readonly api: ApiContext;
@@ -51,7 +58,8 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
     'from a missing one (404). Bounds: one key holds at most `SSE_MAX_STREAMS_PER_KEY` open streams per server process (429 ' +
     '`too-many-streams` with `Retry-After` beyond); the server ends a stream after `SSE_MAX_LIFETIME_MS` with a comment and ' +
     `\`retry: ${LIFETIME_RETRY_MS}\`, and the client resumes with \`Last-Event-ID\`; a stream whose key is revoked ends within \`SSE_KEY_RECHECK_MS\` ` +
-    '(a reconnect then answers 401). A stored message that is not a trustworthy event, or a replayed copy of one of the run’s events ' +
+    `(a reconnect then answers 401); a stream the server can no longer read the event log for ends with a comment saying so and \`retry: ${RETRY_MS}\`. ` +
+    'A stored message that is not a trustworthy event, or a replayed copy of one of the run’s events ' +
     '(it does not continue its subject’s hash chain), is skipped with a comment naming its code and an `id:` line.',
   access: 'read',
   backedBy: ['event-log', 'database'],
@@ -178,6 +186,8 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
             if (message.terminal) break;
           }
         } catch (error) {
+          // Said to the client too: a stream that just ends looks like a run that went quiet.
+          if (!controller.signal.aborted) endReason ??= 'unreadable';
           api.logger.warn({ run_id: runId, err: error instanceof Error ? error.message : String(error) }, 'run event stream ended with an error');
         } finally {
           clearInterval(heartbeat);
@@ -187,7 +197,7 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
           ctx.res.removeListener('close', onClose);
           controller.abort();
           release();
-          if (endReason) body.write(`: ${END_REASONS[endReason]}\n${endReason === 'revoked' ? '' : `retry: ${LIFETIME_RETRY_MS}\n`}\n`);
+          if (endReason) body.write(`: ${END_REASONS[endReason]}\n${retryAfterEnd(endReason)}\n`);
           body.end();
         }
       })();
