@@ -127,8 +127,12 @@ export class RunStateFollower {
    * for a run another request just created), false after `timeoutMs`.
    */
   async catchUp(timeoutMs = 1000): Promise<boolean> {
-    const head = await this.options.store.lastSequence();
-    if (this.position >= head) return true;
+    return this.reach(await this.options.store.lastSequence(), timeoutMs);
+  }
+
+  /** Resolves true once every event up to `head` is folded, false after `timeoutMs`. */
+  private reach(head: number, timeoutMs: number): Promise<boolean> {
+    if (this.position >= head) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       // Not holding the process open: a stop() while this waits must not be kept waiting for it.
       const timer = setTimeout(() => {
@@ -195,8 +199,14 @@ export class RunStateFollower {
 
   /** Serves from memory again once the follow has folded everything the stream held after the reconnect. */
   private async serveOnceCaughtUp(epoch: number): Promise<void> {
-    while (epoch === this.connectionEpoch && !this.controller.signal.aborted) {
-      const caughtUp = await this.catchUp(RECONNECT_CATCH_UP_MS).catch(() => false);
+    // A fixed target, the head as the reconnect found it: asking again each time would chase it on a busy stream.
+    let head: number | undefined;
+    while (head === undefined && epoch === this.connectionEpoch && !this.controller.signal.aborted) {
+      head = await this.options.store.lastSequence().catch(() => undefined);
+      if (head === undefined) await new Promise((resolve) => setTimeout(resolve, 250).unref());
+    }
+    while (head !== undefined && epoch === this.connectionEpoch && !this.controller.signal.aborted) {
+      const caughtUp = await this.reach(head, RECONNECT_CATCH_UP_MS);
       if (epoch !== this.connectionEpoch) return;
       if (caughtUp) {
         this.serving = true;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { createLogger } from '../../src/log/logger.ts';
 import { openInfrastructure, type Infrastructure } from '../../src/runtime/infrastructure.ts';
-import { ACK, PullLoop, type ParkedMessage } from '../../src/workers/pull-loop.ts';
+import { ACK, PullLoop, type ParkedMessage, type PullLoopOptions } from '../../src/workers/pull-loop.ts';
 import { ChainedAppender } from '../support/chained-appender.ts';
 import { workspaceCreated } from '../support/event-factory.ts';
 import { eventually } from '../support/eventually.ts';
@@ -26,31 +26,43 @@ describe('worker pull loop: a message that keeps failing', function () {
     await dropIsolated(config);
   });
 
+  /** A durable consumer of its own on the test stream, explicit acks, with the given ack wait. */
+  async function addConsumer(name: string, deliver: DeliverPolicy, ackWaitMs: number): Promise<void> {
+    await infra.jsm.consumers.add(config.eventStream, {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: deliver,
+      filter_subject: infra.subjects.all,
+      ack_wait: ackWaitMs * 1_000_000,
+    });
+  }
+
+  /** A loop on `consumerName`, parking after 3 failed handlings, silent. */
+  function loopOn(consumerName: string, options: Pick<PullLoopOptions, 'name' | 'concurrency' | 'handle'> & Partial<PullLoopOptions>): PullLoop {
+    return new PullLoop({
+      maxDeliveries: 3,
+      logger: createLogger('silent'),
+      admission: infra.store.admission,
+      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
+      ...options,
+    });
+  }
+
   it('is handled exactly maxDeliveries times, then parked as failed_repeatedly; every other message is handled and acked', async () => {
     const consumerName = 'pull_loop_test';
-    await infra.jsm.consumers.add(config.eventStream, {
-      durable_name: consumerName,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      filter_subject: infra.subjects.all,
-      // nats-server 2.9 sometimes answers a pull with an already acked message in place of the one
-      // whose delayed nak came due (seen here: seq 4 again, with a delivery count of 1), and the
-      // displaced message then waits out the ack wait. A short one keeps that from looking like a hang.
-      ack_wait: 5_000_000_000,
-    });
+    // nats-server 2.9 sometimes answers a pull with an already acked message in place of the one
+    // whose delayed nak came due (seen here: seq 4 again, with a delivery count of 1), and the
+    // displaced message then waits out the ack wait. A short one keeps that from looking like a hang.
+    await addConsumer(consumerName, DeliverPolicy.All, 5_000);
     const appender = new ChainedAppender(infra);
     const ids = ['ws-a', 'ws-poison', 'ws-b', 'ws-c'];
     for (const id of ids) await appender.append(appender.workspaceSubject(id), workspaceCreated(id));
 
     const handled = new Map<string, number>();
     const parked: ParkedMessage[] = [];
-    const loop = new PullLoop({
+    const loop = loopOn(consumerName, {
       name: 'test-worker',
       concurrency: 2,
-      maxDeliveries: 3,
-      logger: createLogger('silent'),
-      admission: infra.store.admission,
-      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
       handle: async (_message, event) => {
         const workspace = event.workspace_id;
         handled.set(workspace, (handled.get(workspace) ?? 0) + 1);
@@ -83,13 +95,7 @@ describe('worker pull loop: a message that keeps failing', function () {
 
   it('given a backing service that stays unreachable past maxDeliveries handlings, the message is never parked and is handled once it is back', async () => {
     const consumerName = 'pull_loop_outage';
-    await infra.jsm.consumers.add(config.eventStream, {
-      durable_name: consumerName,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.New,
-      filter_subject: infra.subjects.all,
-      ack_wait: 5_000_000_000,
-    });
+    await addConsumer(consumerName, DeliverPolicy.New, 5_000);
     const appender = new ChainedAppender(infra);
     await appender.append(appender.workspaceSubject('ws-outage'), workspaceCreated('ws-outage'));
 
@@ -97,13 +103,9 @@ describe('worker pull loop: a message that keeps failing', function () {
     let handlings = 0;
     let succeeded = 0;
     const parked: ParkedMessage[] = [];
-    const loop = new PullLoop({
+    const loop = loopOn(consumerName, {
       name: 'test-worker',
       concurrency: 1,
-      maxDeliveries: 3,
-      logger: createLogger('silent'),
-      admission: infra.store.admission,
-      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
       handle: async () => {
         handlings++;
         // What pg throws while Postgres restarts: a socket error with Node's code, no SQLSTATE.
@@ -130,23 +132,13 @@ describe('worker pull loop: a message that keeps failing', function () {
 
   it('stops at once while its fetches wait, and a message those fetches bring afterwards goes to the next worker at once, not after the ack wait', async () => {
     const consumerName = 'pull_loop_stop';
-    await infra.jsm.consumers.add(config.eventStream, {
-      durable_name: consumerName,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.New,
-      filter_subject: infra.subjects.all,
-      // Long: a message held by the stopped loop would come back only after it.
-      ack_wait: 30_000_000_000,
-    });
+    // Long: a message held by the stopped loop would come back only after it.
+    await addConsumer(consumerName, DeliverPolicy.New, 30_000);
     const handledBy: string[] = [];
     const loopNamed = (name: string) =>
-      new PullLoop({
+      loopOn(consumerName, {
         name,
         concurrency: 2,
-        maxDeliveries: 3,
-        logger: createLogger('silent'),
-        admission: infra.store.admission,
-        consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
         handle: async () => {
           handledBy.push(name);
           return ACK;
@@ -174,21 +166,11 @@ describe('worker pull loop: a message that keeps failing', function () {
 
   it('fetches again when started after stop(): the stop of one run does not end the next', async () => {
     const consumerName = 'pull_loop_restart';
-    await infra.jsm.consumers.add(config.eventStream, {
-      durable_name: consumerName,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.New,
-      filter_subject: infra.subjects.all,
-      ack_wait: 5_000_000_000,
-    });
+    await addConsumer(consumerName, DeliverPolicy.New, 5_000);
     let handled = 0;
-    const loop = new PullLoop({
+    const loop = loopOn(consumerName, {
       name: 'restarted',
       concurrency: 1,
-      maxDeliveries: 3,
-      logger: createLogger('silent'),
-      admission: infra.store.admission,
-      consumer: () => infra.js.consumers.get(config.eventStream, consumerName),
       handle: async () => {
         handled++;
         return ACK;
