@@ -244,24 +244,48 @@ describe('scale-out: a 3-node NATS cluster, two HTTP and two agent-worker proces
     // recovery; a probe asks every 200 ms from the kill on instead (same Idempotency-Key, so
     // it queues one run at most) and times the first 202.
     let probe: Attempt | undefined;
+    const probes: Attempt[] = [];
+    // When the stream had a leader again, as another client of the cluster sees it: the
+    // election is nats-server's (its Raft timeouts, the machine's load); what follows it is the
+    // service's own recovery.
+    let leaderBackAt = 0;
+    const watcher = await connect({ servers: cluster.url.split(','), reconnectTimeWait: 100 });
+    const watcherJsm = await jetstreamManager(watcher, { timeout: 1000 });
     const killer = (async () => {
       await sleep(4000);
       killedAt = Date.now();
       await cluster.kill(leaderIndex);
+      const watchLeader = (async () => {
+        while (!leaderBackAt && Date.now() - killedAt < 60_000) {
+          const info = await watcherJsm.streams.info(svc.config.eventStream).catch(() => undefined);
+          const now = info?.cluster?.leader;
+          if (now && now !== leader) leaderBackAt = Date.now();
+          else await sleep(100);
+        }
+      })();
       for (let i = 0; !probe && Date.now() - killedAt < 60_000; i++) {
         const attempt = await createRun(i % 2 === 0 ? httpA : httpB, probeAccount!, 'failover-probe');
+        probes.push(attempt);
         if (attempt.runId) probe = attempt;
         else await sleep(200);
       }
+      await watchLeader;
     })();
     const attempts = await steadyLoad(accounts, () => [httpA, httpB], 16_000, 'failover');
     await killer;
+    await watcher.close();
 
     expect(probe, 'a run accepted after the node was killed').to.not.equal(undefined);
-    // nats-server 2.9's Raft elects a stream leader 4 to 9 s after it lost the old one (its election
-    // timeout), and when the killed node also led the meta layer that election comes first; a
-    // fresh-clone CI run measured 10.4 s. Within seconds, bounded well below the clients' patience.
-    expect(probe!.endedAt - killedAt, 'from the kill to the next accepted run').to.be.lessThan(20_000);
+    expect(leaderBackAt, 'the stream had a leader again').to.be.greaterThan(0);
+    const timeline = probes.map((a) => `${a.at - killedAt}..${a.endedAt - killedAt} ms ${a.via} ${a.status}${a.type ? ` ${a.type}` : ''}`).join('; ');
+    console.log(`      killed ${leader}; stream leader again after ${leaderBackAt - killedAt} ms; probes: ${timeline}`);
+    // nats-server 2.9's Raft elects a stream leader 4 to 9 s after it lost the old one (its
+    // election timeout), and when the killed node also led the meta layer that election comes
+    // first; on a loaded machine it took over 15 s. The service's part begins there: a create
+    // that was sent before has its publish lost with the old leader and answers 503 when its
+    // 5 s JetStream timeout ends; the next one is accepted.
+    expect(probe!.endedAt - leaderBackAt, `from the new stream leader to the next accepted run (probes: ${timeline})`).to.be.lessThan(8_000);
+    expect(probe!.endedAt - killedAt, `from the kill to the next accepted run (probes: ${timeline})`).to.be.lessThan(40_000);
 
     const accepted = [...attempts.filter((a) => a.runId !== null), probe!];
     const runIds = [...new Set(accepted.map((a) => a.runId!))];
