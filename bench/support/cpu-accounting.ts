@@ -77,15 +77,23 @@ function perRequest(before: number | undefined, after: number | undefined, n: nu
 /**
  * Runs `work`, returning its value and the CPU spent per `count(value)` requests. With
  * BENCH_PROFILE=DIR set, also writes a V8 CPU profile of this process during `work` to
- * DIR/<label>.cpuprofile (open it in Chrome DevTools).
+ * DIR/<label>.cpuprofile (open it in Chrome DevTools). With BENCH_HEAP_PROFILE=DIR, a sampled
+ * allocation profile of `work` instead, garbage included (what each request allocates, not only
+ * what it keeps), to DIR/<label>.heapprofile.
  */
 export async function accountCpu<T>(label: string, work: () => Promise<T>, count: (value: T) => number): Promise<{ value: T; cpu: CpuShare }> {
   const profileDir = process.env.BENCH_PROFILE;
-  const session = profileDir ? new Session() : undefined;
+  const heapProfileDir = process.env.BENCH_HEAP_PROFILE;
+  const session = profileDir || heapProfileDir ? new Session() : undefined;
   if (session) {
     session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.start');
+    if (heapProfileDir) {
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    } else {
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    }
   }
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
@@ -102,6 +110,11 @@ export async function accountCpu<T>(label: string, work: () => Promise<T>, count
     session.disconnect();
     await mkdir(profileDir, { recursive: true });
     await writeFile(join(profileDir, `${label.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`), JSON.stringify(profile));
+  } else if (session && heapProfileDir) {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    session.disconnect();
+    await mkdir(heapProfileDir, { recursive: true });
+    await writeFile(join(heapProfileDir, `${label.replace(/[^a-z0-9]+/gi, '-')}.heapprofile`), JSON.stringify(profile));
   }
   const n = Math.max(1, count(value));
   return {
