@@ -47,7 +47,11 @@ export interface SharedBudget {
 export interface Campaign {
   readonly id: string;
   readonly name: string;
-  readonly status: 'enabled' | 'paused' | 'removed';
+  /**
+   * `unknown`: the platform gave a status this service does not know (Google's UNKNOWN, a status
+   * newer than the API version spoken); the campaign may be serving, so it is never shown paused.
+   */
+  readonly status: 'enabled' | 'paused' | 'removed' | 'unknown';
   /** The amount of the campaign's budget: its own, or the shared budget's. */
   readonly daily_budget: number;
   /** The shared budget the campaign draws on; null when its budget is its own. */

@@ -42,6 +42,7 @@ export async function recheckAction(platform: AdsPlatform, account: PlatformAcco
   const campaignChecked = async (campaignId: string) => {
     const campaign = await platform.getCampaign(account, campaignId);
     if (!campaign || campaign.status === 'removed') return { campaign: null, reason: `campaign ${campaignId} no longer exists` };
+    if (campaign.status === 'unknown') return { campaign: null, reason: `campaign ${campaignId} is in a status this service does not know, not shown as active` };
     if (campaign.status !== 'enabled') return { campaign: null, reason: `campaign ${campaignId} is ${campaign.status}, not active` };
     return { campaign, reason: '' };
   };

@@ -4,7 +4,7 @@ import { createPlatform } from '../../src/platform/create-platform.ts';
 import { conversionCount } from '../../src/platform/sandbox/sandbox-metrics.ts';
 import { classifyAction } from '../../src/policy/classify-action.ts';
 import { negativeKeywordBasis } from '../../src/policy/negative-keyword-basis.ts';
-import { changeAlreadyLive } from '../../src/workers/apply-recheck.ts';
+import { changeAlreadyLive, recheckAction } from '../../src/workers/apply-recheck.ts';
 import type { ActionState } from '../../commands/action/action-state.ts';
 import { workspaceDecider } from '../../commands/workspace/workspace-decider.ts';
 import { FakeGoogleAds } from '../support/fake-google-ads/fake-google-ads-server.ts';
@@ -140,6 +140,28 @@ describe('safe-apply: converting terms and keyword statuses as Google Ads report
       expect((await negativesOn('waterproof')).basis.blocked_keywords).to.deep.equal([]);
     } finally {
       keyword.status = statusBefore;
+    }
+  });
+
+  it('a campaign whose status Google gives as UNKNOWN is `unknown`, never `paused`, and an auto-applied change to it is returned at the re-check', async () => {
+    const campaign = fakeAccount.campaigns.get(HIKING_CAMPAIGN)!;
+    const statusBefore = campaign.status;
+    const budget = { kind: 'set_campaign_budget', params: { campaign_id: HIKING_CAMPAIGN, daily_budget: 55 }, basedOn: { campaign_status: 'enabled', daily_budget: 50, shared_budget: null } } as unknown as ActionState;
+    try {
+      campaign.status = 'UNKNOWN';
+      expect((await platform.getCampaign(account, HIKING_CAMPAIGN))?.status).to.equal('unknown');
+      expect((await platform.listCampaigns(account)).find((c) => c.id === HIKING_CAMPAIGN)?.status).to.equal('unknown');
+      const recheck = await recheckAction(platform, account, budget);
+      expect(recheck).to.deep.equal({ ok: false, reason: `campaign ${HIKING_CAMPAIGN} is in a status this service does not know, not shown as active` });
+
+      campaign.status = 'PAUSED';
+      expect((await platform.getCampaign(account, HIKING_CAMPAIGN))?.status).to.equal('paused');
+      expect(await recheckAction(platform, account, budget)).to.deep.equal({ ok: false, reason: `campaign ${HIKING_CAMPAIGN} is paused, not active` });
+
+      campaign.status = 'ENABLED';
+      expect((await recheckAction(platform, account, budget)).ok, 'the same change on the campaign enabled').to.equal(true);
+    } finally {
+      campaign.status = statusBefore;
     }
   });
 });

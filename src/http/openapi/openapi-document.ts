@@ -99,7 +99,7 @@ export { PROBLEM_MEDIA_TYPE };
 const DEFAULT_LIMITS: RouteLimits = { briefMaxLength: 8000, bodyLimitBytes: 65536 };
 
 /** Campaign statuses of the platform port; ads-platform.ts has them only as a type, so completeness is checked here. */
-const CAMPAIGN_STATUSES = ['enabled', 'paused', 'removed'] as const satisfies readonly Campaign['status'][];
+const CAMPAIGN_STATUSES = ['enabled', 'paused', 'removed', 'unknown'] as const satisfies readonly Campaign['status'][];
 const campaignStatusesComplete: [Exclude<Campaign['status'], (typeof CAMPAIGN_STATUSES)[number]>] extends [never] ? true : never = true;
 void campaignStatusesComplete;
 

@@ -189,7 +189,7 @@ export function campaignOf(
     campaign: {
       id: text(row, 'campaign.id'),
       name: clippedText(row, 'campaign.name', 200),
-      status: status === 'ENABLED' ? 'enabled' : status === 'REMOVED' ? 'removed' : 'paused',
+      status: campaignStatusOf(status),
       daily_budget: microsToUnits(number(row, 'campaignBudget.amountMicros')),
       shared_budget: sharedBudgetOf(row, budgetMembers),
       bidding_strategy: strategy,
@@ -199,6 +199,15 @@ export function campaignOf(
     budgetResourceName: text(row, 'campaign.campaignBudget'),
     portfolioResourceName,
   };
+}
+
+/**
+ * Google's campaign status onto the port's. Only PAUSED is paused: UNKNOWN (a status newer than
+ * the API version spoken) or UNSPECIFIED may be serving, and the model and the approver were told
+ * "paused" of a campaign that may be spending.
+ */
+export function campaignStatusOf(value: string): Campaign['status'] {
+  return value === 'ENABLED' ? 'enabled' : value === 'PAUSED' ? 'paused' : value === 'REMOVED' ? 'removed' : 'unknown';
 }
 
 /**

@@ -6,7 +6,8 @@
 export interface FakeCampaign {
   id: string;
   name: string;
-  status: 'ENABLED' | 'PAUSED' | 'REMOVED';
+  /** UNKNOWN: what Google answers for a status newer than the API version asked. */
+  status: 'ENABLED' | 'PAUSED' | 'REMOVED' | 'UNKNOWN';
   budgetId: string;
   biddingStrategyType: string;
   /** Portfolio (shared) strategy id, when the campaign bids with one. */
