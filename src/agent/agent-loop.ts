@@ -4,7 +4,7 @@ import { isAppError } from '../errors/app-error.ts';
 import { ValidationError } from '../errors/common-errors.ts';
 import type { ActionDraft } from '../policy/action-draft.ts';
 import type { ActionRepresentation } from '../policy/proposal-service.ts';
-import type { AdsPlatform, PlatformAccountRef } from '../platform/ads-platform.ts';
+import type { AdsPlatform, Campaign, PlatformAccountRef } from '../platform/ads-platform.ts';
 import { ModelError, type ConversationEntry, type FunctionResult, type ModelClient } from './model/model-port.ts';
 import { fitOutput } from './tools/fit-output.ts';
 import { jsonNestingDepth, MAX_JSON_DEPTH } from '../text/json-depth.ts';
@@ -50,7 +50,7 @@ export interface AgentRunDependencies {
    * Records a proposal. `signal` is the run's: once it fired (the run's time is up) the run
    * has ended or is ending, and a tool still working must not leave an action behind it.
    */
-  propose(draft: ActionDraft, summary: string, reason: string, signal: AbortSignal): Promise<ActionRepresentation>;
+  propose(draft: ActionDraft, summary: string, reason: string, signal: AbortSignal, campaign?: Campaign): Promise<ActionRepresentation>;
   readonly now: () => Date;
   /**
    * Asked before each tool call: null while the run may go on, or why it must stop (its key
@@ -240,7 +240,7 @@ async function executeTool(
         account: request.account,
         today: deps.now(),
         signal,
-        propose: (draft, summary, reason) => deps.propose(draft, summary, reason, signal),
+        propose: (draft, summary, reason, campaign) => deps.propose(draft, summary, reason, signal, campaign),
       }),
       signal,
     );

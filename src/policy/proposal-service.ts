@@ -13,7 +13,7 @@ import { platformAccountOf } from '../../commands/account/platform-account.ts';
 import { newEvent, type CommandMeta } from '../../commands/shared/new-event.ts';
 import { ValidationError } from '../errors/common-errors.ts';
 import { isAppError } from '../errors/app-error.ts';
-import type { AdsPlatform, PlatformAccountRef, PlatformChange } from '../platform/ads-platform.ts';
+import type { AdsPlatform, Campaign, PlatformAccountRef, PlatformChange } from '../platform/ads-platform.ts';
 import type { ActionProposedData, Disposition, RiskTier } from '../events/catalogue/index.ts';
 import { EventSchemaError, eventValidator } from '../events/event-validator.ts';
 import type { ActionDraft } from './action-draft.ts';
@@ -49,6 +49,13 @@ interface ProposalFields {
   readonly meta: CommandMeta;
   /** Chosen by the caller when a retry must find the same action (Idempotency-Key); new otherwise. */
   readonly actionId?: string;
+  /**
+   * The draft's campaign as the proposer just read it from the platform (the agent's tools, the
+   * target endpoint): its ties and budget sharing are taken from it instead of reading every
+   * campaign of the account again (a Google Ads read of the whole campaign list and its
+   * portfolios). Ignored when it is another campaign than the draft's.
+   */
+  readonly campaign?: Campaign;
 }
 
 /** The run proposing, as the worker running it holds it. */
@@ -138,7 +145,8 @@ export class ProposalService {
       const unshared = draft.kind === 'set_campaign_budget' && draft.based_on.shared_budget === undefined && ref.platform === 'sandbox';
       return { draft: unshared ? { ...draft, based_on: { ...draft.based_on, shared_budget: null } } : draft, summary, ties: {} };
     }
-    const [campaign, inCurrency] = await Promise.all([this.platform.getCampaign(ref, banded.campaignId), this.inAccountCurrency(ref, draft, summary)]);
+    const known = request.campaign?.id === banded.campaignId ? request.campaign : undefined;
+    const [campaign, inCurrency] = await Promise.all([known ?? this.platform.getCampaign(ref, banded.campaignId), this.inAccountCurrency(ref, draft, summary)]);
     if (!campaign) return { ...inCurrency, ties: {} };
     const rounded = inCurrency.draft;
     const withSharing = rounded.kind === 'set_campaign_budget' && rounded.based_on.shared_budget === undefined ? { ...rounded, based_on: { ...rounded.based_on, shared_budget: campaign.shared_budget } } : rounded;

@@ -134,7 +134,7 @@ export async function executeRun(
             await new Promise((resolve) => setTimeout(resolve, STALE_RELOAD_DELAY_MS));
           }
         },
-        propose: (draft, summary, reason, signal) =>
+        propose: (draft, summary, reason, signal, campaign) =>
           deps.proposals.propose({
             workspaceId: run.workspaceId,
             accountId: run.accountId,
@@ -147,6 +147,7 @@ export async function executeRun(
             reason,
             autoApply: run.active.autoApply,
             meta,
+            ...(campaign ? { campaign } : {}),
           }),
       },
     ));

@@ -5,6 +5,7 @@ import type { AdsPlatform, PlatformAccountRef } from '../../src/platform/ads-pla
 import { createPlatform } from '../../src/platform/create-platform.ts';
 import type { ActionDraftOf } from '../../src/policy/action-draft.ts';
 import { ProposalService } from '../../src/policy/proposal-service.ts';
+import { setCampaignBudget } from '../../src/agent/tools/propose-tools.ts';
 import { targetChangeDraft } from '../../src/policy/target-change-draft.ts';
 import { approveAction } from '../../commands/action/approve-action.ts';
 import { ApplyWorker } from '../../src/workers/apply-worker.ts';
@@ -144,6 +145,40 @@ describe('safe-apply: shared campaign budgets (Google Ads)', function () {
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(budgetWrites()).to.deep.equal([]);
       expect(budgetOf('501')).to.equal(50);
+    } finally {
+      customer.campaigns.get('666')!.budgetId = '506';
+    }
+  });
+
+  it("the agent's budget tool reads the account's campaigns once for the policy, and the shared budget it read still puts the change in review", async () => {
+    customer.campaigns.get('666')!.budgetId = '501';
+    try {
+      // Every campaign of the account and its portfolios: what one getCampaign costs on Google Ads.
+      const campaignListReads = () => fake.apiRequests().filter((r) => JSON.stringify(r.body).includes("FROM campaign WHERE campaign.status != 'REMOVED' ORDER BY campaign.id")).length;
+      const before = campaignListReads();
+      const signal = new AbortController().signal;
+      const { action } = (await setCampaignBudget.run(
+        { campaign_id: '666', daily_budget: 60, reason: 'budget-limited' },
+        {
+          platform,
+          account: ref,
+          today: new Date(),
+          signal,
+          // As the run executor does: the campaign the tool read goes with its draft.
+          propose: (draft, summary, reason, campaign) =>
+            proposals.propose({ workspaceId, accountId, runId: null, draft, summary, reason, autoApply: true, meta: { actor: { kind: 'api_key', id: keys.write }, correlationId: 'one-read' }, ...(campaign ? { campaign } : {}) }),
+        },
+      )) as { action: { risk_tier: string; disposition: string; policy_reasons: string[] } };
+      // The tool's own read, and the dry run's (validateOnly needs the budget's resource name);
+      // the policy takes the tool's campaign instead of a third read.
+      expect(campaignListReads() - before, 'campaign list reads for one budget proposal').to.equal(2);
+      expect(action).to.include({ risk_tier: 'review', disposition: 'queued' });
+      expect(action.policy_reasons.join(' | ')).to.include("the campaign's budget 501 is a shared budget (campaigns 111, 666)");
+
+      // A proposal without the campaign (or with another one) reads it, as before.
+      const again = campaignListReads();
+      await raiseBudget('111', 0.1);
+      expect(campaignListReads() - again, 'the test helper, the policy and the dry run').to.equal(3);
     } finally {
       customer.campaigns.get('666')!.budgetId = '506';
     }

@@ -1,5 +1,5 @@
 import type { SchemaObject } from 'ajv';
-import type { AdsPlatform, PlatformAccountRef } from '../../platform/ads-platform.ts';
+import type { AdsPlatform, Campaign, PlatformAccountRef } from '../../platform/ads-platform.ts';
 import type { ActionDraft } from '../../policy/action-draft.ts';
 import type { ActionRepresentation } from '../../policy/proposal-service.ts';
 
@@ -13,8 +13,11 @@ export interface ToolContext {
   /** "Today" for default date ranges (UTC); injected so tests and replays are deterministic. */
   readonly today: Date;
   readonly signal: AbortSignal;
-  /** Records a proposal through the policy; only propose tools call it. */
-  propose(draft: ActionDraft, summary: string, reason: string): Promise<ActionRepresentation>;
+  /**
+   * Records a proposal through the policy; only propose tools call it. `campaign`: the draft's
+   * campaign as the tool just read it, so the policy does not read the account's campaigns again.
+   */
+  propose(draft: ActionDraft, summary: string, reason: string, campaign?: Campaign): Promise<ActionRepresentation>;
 }
 
 export interface AgentTool<I = Record<string, unknown>> {

@@ -131,6 +131,7 @@ export const setCampaignBudget: AgentTool<{ campaign_id: string; daily_budget: n
       },
       `Change the daily budget of "${campaign.name}" from ${campaign.daily_budget} to ${budget}`,
       input.reason ?? '',
+      campaign,
     );
     return { action };
   },
@@ -144,7 +145,7 @@ async function proposeTarget(context: ToolContext, campaignId: string, request: 
     const label = request.field === 'target_cpa' ? 'target CPA' : 'target ROAS';
     throw new ToolInputError(`campaign ${campaign.id} uses ${campaign.bidding_strategy.type} without a ${label}; it cannot take one`);
   }
-  return { action: await context.propose(change.draft, change.summary, reason ?? '') };
+  return { action: await context.propose(change.draft, change.summary, reason ?? '', campaign) };
 }
 
 /** A tool that proposes a new value of one target; the two differ only in the field and wording. */

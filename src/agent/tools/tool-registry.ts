@@ -81,7 +81,7 @@ function sanitizing<I>(tool: AgentTool<I>): AgentTool<I> {
     run: async (input: I, context: ToolContext) => {
       const guarded: ToolContext = {
         ...context,
-        propose: (draft, summary, reason) => context.propose(sanitizeDeep(draft), sanitizeText(summary), sanitizeText(reason)),
+        propose: (draft, summary, reason, campaign) => context.propose(sanitizeDeep(draft), sanitizeText(summary), sanitizeText(reason), campaign && sanitizeDeep(campaign)),
       };
       return sanitizeDeep(await tool.run(input, guarded));
     },

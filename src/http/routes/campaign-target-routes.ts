@@ -60,6 +60,7 @@ const handleTarget = (api: ApiContext) => {
       reason: body.reason,
       autoApply: body.auto_apply ?? false,
       actionId,
+      campaign,
       // Server-chosen: a client's X-Request-Id could name another run and join its history.
       meta: { actor: { kind: 'api_key', id: principal.keyId }, correlationId: actionId },
     });
