@@ -13,11 +13,23 @@ import { signedBytes } from './signing/signed-bytes.ts';
  */
 export function sealEvent<T extends string, D>(event: UnsealedEvent<T, D>, prevHash: string, signer?: EventSigner): EventEnvelope<T, D> {
   // Members in canonical order, so the stored JSON is written in that order and every reader
-  // that recomputes the hash or checks the signature canonicalizes it without sorting.
-  if (!signer) return inCanonicalOrder({ ...event, prev_hash: prevHash, hash: computeEventHash(event, prevHash) });
-  const keyed = { ...event, key_id: signer.keyId };
-  const hashed = { ...keyed, prev_hash: prevHash, hash: computeEventHash(keyed, prevHash) };
-  return inCanonicalOrder({ ...hashed, signature: signer.sign(signedBytes(hashed)) });
+  // that recomputes the hash or checks the signature canonicalizes it without sorting. The body
+  // is copied in that order once; the hash and the signature then canonicalize it without a
+  // sorted copy of their own, and only the envelope's top level takes the members added to it.
+  const unordered = signer ? { ...event, key_id: signer.keyId } : event;
+  const body = inCanonicalOrder(unordered);
+  // A value the ordered copy cannot carry comes back as it was: then nothing is ordered, as before.
+  const arranged = body === unordered ? <V>(value: V) => value : withTopLevelSorted;
+  const hashed = arranged({ ...body, prev_hash: prevHash, hash: computeEventHash(body, prevHash) });
+  if (!signer) return hashed as EventEnvelope<T, D>;
+  return arranged({ ...hashed, signature: signer.sign(signedBytes(hashed)) }) as EventEnvelope<T, D>;
+}
+
+/** The same members, the top level's in sorted order (the envelope's names are never integer-like, which objects list first). */
+function withTopLevelSorted<V extends object>(value: V): V {
+  const sorted: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) sorted[key] = (value as Record<string, unknown>)[key];
+  return sorted as V;
 }
 
 export function computeEventHash(event: UnsealedEvent | EventEnvelope | (UnsealedEvent & { key_id: string }), prevHash: string): string {
