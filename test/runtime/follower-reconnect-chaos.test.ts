@@ -821,7 +821,7 @@ describe(`an HTTP process's in-memory run state across a cut of its NATS connect
     ).to.equal(true);
   });
 
-  it('ends a run event stream opened on A while A is cut off with a comment saying the event log could not be read, and retry:', async () => {
+  it('a run event stream opened on A while A is cut off is a 503 problem with Retry-After; one open across the cut delivers what happened during it', async () => {
     const b = procB!;
     const a = procA!;
     const operator = b.infrastructure;
@@ -847,16 +847,66 @@ describe(`an HTTP process's in-memory run state across a cut of its NATS connect
       await sleep(20);
     }
 
+    // Open before the cut: the stream has sent `queued` when the log becomes unreadable.
+    const streamAbort = new AbortController();
+    const openStream = (lastEventId?: string) =>
+      fetch(`${a.http!.url}/api/v1/runs/${runId}/events`, {
+        headers: { authorization: `Bearer ${key}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+        signal: streamAbort.signal,
+      });
+    /** Reads until `until` matches what was received, the stream ends, or `ms` pass. */
+    const readUntil = async (reader: ReadableStreamDefaultReader<Uint8Array>, received: { text: string }, until: RegExp, ms: number): Promise<'matched' | 'ended' | 'waited'> => {
+      const deadline = performance.now() + ms;
+      while (!until.test(received.text)) {
+        const left = deadline - performance.now();
+        if (left <= 0) return 'waited';
+        const chunk = await Promise.race([reader.read(), sleep(left).then(() => null)]);
+        if (chunk === null) return 'waited';
+        if (chunk.done) return until.test(received.text) ? 'matched' : 'ended';
+        received.text += new TextDecoder().decode(chunk.value);
+      }
+      return 'matched';
+    };
+    const open = await openStream();
+    expect(open.status).to.equal(200);
+    const reader = open.body!.getReader();
+    const received = { text: '' };
+    expect(await readUntil(reader, received, /event: queued/, 5000), 'the stream sent queued before the cut').to.equal('matched');
+
     gate!.cut();
     try {
+      // Opened during the cut: refused before a 200 is sent, so the client's retry logic sees a 503.
       const opened = performance.now();
-      const stream = await call(a.http!.url, `/api/v1/runs/${runId}/events`);
-      expect(stream.status).to.equal(200);
-      const text = await stream.text();
-      console.log(`      stream opened on A during the cut ended after ${Math.round(performance.now() - opened)} ms: ${JSON.stringify(text.slice(-160))}`);
-      expect(text).to.match(/: the event log could not be read[^\n]*\nretry: 3000\n\n$/);
+      const refused = await call(a.http!.url, `/api/v1/runs/${runId}/events`);
+      const problem = (await refused.json()) as { status?: number };
+      console.log(`      stream opened on A during the cut answered ${refused.status} after ${Math.round(performance.now() - opened)} ms`);
+      expect(refused.status).to.equal(503);
+      expect(refused.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
+      expect(problem.status).to.equal(503);
+
+      // The run ends meanwhile, through B.
+      const canceled = await call(b.http!.url, `/api/v1/runs/${runId}`, { method: 'DELETE' });
+      expect(canceled.status, await canceled.clone().text()).to.be.oneOf([200, 202]);
     } finally {
       gate!.open();
     }
+    // The stream open across the cut either carries on after it or ended saying why, with retry:;
+    // either way the client learns of the cancellation: on it, or on a reconnect after its last id.
+    const across = await readUntil(reader, received, /event: canceled/, 20_000);
+    let reconnected = '';
+    if (across === 'ended') {
+      expect(received.text, 'a stream that ended during the cut says why').to.match(/: the event log could not be read[^\n]*\nretry: 3000\n\n$/);
+      const lastId = [...received.text.matchAll(/^id: (\d+)$/gm)].at(-1)![1]!;
+      const again = await openStream(lastId);
+      expect(again.status).to.equal(200);
+      const more = { text: '' };
+      expect(await readUntil(again.body!.getReader(), more, /event: canceled/, 15_000), 'the reconnect delivers the cancellation').to.equal('matched');
+      reconnected = ` (ended during the cut; the reconnect after ${lastId} delivered canceled)`;
+    } else {
+      expect(across, `the stream delivered the cancellation after the cut; received: ${JSON.stringify(received.text.slice(-200))}`).to.equal('matched');
+    }
+    console.log(`      stream open on A across the cut: ${across}${reconnected}`);
+    streamAbort.abort();
   });
 });

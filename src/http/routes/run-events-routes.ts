@@ -4,7 +4,9 @@ import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import type { DomainEvent } from '../../events/catalogue/index.ts';
+import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { streams } from '../../event-store/subjects.ts';
+import { unavailableError } from '../../errors/infrastructure-errors.ts';
 import { ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
 import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
@@ -120,6 +122,33 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
         return;
       }
       const release = slots.acquire(principal.keyId, Math.ceil(RETRY_MS / 1000));
+      const controller = new AbortController();
+      const filter = api.subjects.filter(principal.workspaceId, run.account_id, '*');
+      const queuedSeq = Number(run.queued_seq);
+      // Read from the run's RunQueued even when resuming, so the chains are followed from their
+      // start; what the client already received is not sent again.
+      // The account subject from the run's RunQueued (the read model believed it there; a later
+      // event when that one is no longer believed); its run and action subjects start during the run.
+      const chains = new SubjectChains({ chainStartOf: (subject) => api.store.firstGenesisSeqOf(subject) }).anchorFrom(
+        api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)),
+        queuedSeq,
+      );
+      const messages = api.store.followRaw(filter, queuedSeq, controller.signal)[Symbol.asyncIterator]();
+      // The first message (the run's RunQueued) is read before the 200 is sent: a process that
+      // cannot read the event log answers 503 with Retry-After, instead of a stream that opens
+      // and ends seconds later.
+      let first: IteratorResult<RawStoredMessage>;
+      const abandoned = () => controller.abort();
+      ctx.res.once('close', abandoned);
+      try {
+        first = await messages.next();
+      } catch (error) {
+        controller.abort();
+        release();
+        throw unavailableError(error) ?? error;
+      } finally {
+        ctx.res.removeListener('close', abandoned);
+      }
 
       const body = new PassThrough();
       ctx.status = 200;
@@ -130,7 +159,6 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       ctx.body = body;
       body.write(`retry: ${RETRY_MS}\n\n`);
 
-      const controller = new AbortController();
       let endReason: EndReason | null = null;
       const end = (reason: EndReason | null) => {
         endReason ??= reason;
@@ -155,35 +183,30 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
         );
       }, api.config.sseKeyRecheckMs);
 
-      const filter = api.subjects.filter(principal.workspaceId, run.account_id, '*');
-      const queuedSeq = Number(run.queued_seq);
-      // Read from the run's RunQueued even when resuming, so the chains are followed from their
-      // start; what the client already received is not sent again.
-      // The account subject from the run's RunQueued (the read model believed it there; a later
-      // event when that one is no longer believed); its run and action subjects start during the run.
-      const chains = new SubjectChains({ chainStartOf: (subject) => api.store.firstGenesisSeqOf(subject) }).anchorFrom(
-        api.subjects.forAggregate(streams.account(principal.workspaceId, run.account_id)),
-        queuedSeq,
-      );
+      /** Sends what `raw` shows the client; true once the stream is over (the run's end). */
+      const send = async (raw: RawStoredMessage): Promise<boolean> => {
+        const { result, unknownStart } = await chains.judge(api.store.admission.tryAdmit(raw));
+        if (raw.seq <= resumeAfter) {
+          // The client saw this far already; if that includes the end, the stream ends here too.
+          return result.ok && !unknownStart && toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl)?.terminal === true;
+        }
+        if (!result.ok) {
+          // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
+          body.write(`: skipped a corrupt stored message (${result.corrupt.code})\nid: ${raw.seq}\n\n`);
+          return false;
+        }
+        // A subject whose start the stream did not see holds nothing it shows.
+        const message = unknownStart ? null : toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl);
+        if (!message) return false;
+        body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
+        return message.terminal;
+      };
       void (async () => {
         try {
-          for await (const raw of api.store.followRaw(filter, queuedSeq, controller.signal)) {
-            const { result, unknownStart } = await chains.judge(api.store.admission.tryAdmit(raw));
-            if (raw.seq <= resumeAfter) {
-              // The client saw this far already; if that includes the end, the stream ends here too.
-              if (result.ok && !unknownStart && toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl)?.terminal) break;
-              continue;
+          if (!first.done && !controller.signal.aborted && !(await send(first.value))) {
+            for (let next = await messages.next(); !next.done; next = await messages.next()) {
+              if (await send(next.value)) break;
             }
-            if (!result.ok) {
-              // `id:` alone moves the client's Last-Event-ID past it without dispatching an event.
-              body.write(`: skipped a corrupt stored message (${result.corrupt.code})\nid: ${raw.seq}\n\n`);
-              continue;
-            }
-            // A subject whose start the stream did not see holds nothing it shows.
-            const message = unknownStart ? null : toRunStreamMessage(result.stored.event as DomainEvent, runId, api.config.publicBaseUrl);
-            if (!message) continue;
-            body.write(`id: ${raw.seq}\nevent: ${message.name}\ndata: ${JSON.stringify({ seq: raw.seq, ...message.data })}\n\n`);
-            if (message.terminal) break;
           }
         } catch (error) {
           // Said to the client too: a stream that just ends looks like a run that went quiet.
@@ -196,6 +219,7 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
           shutdown.removeEventListener('abort', onShutdown);
           ctx.res.removeListener('close', onClose);
           controller.abort();
+          await messages.return?.(undefined).catch(() => undefined);
           release();
           if (endReason) body.write(`: ${END_REASONS[endReason]}\n${retryAfterEnd(endReason)}\n`);
           body.end();
