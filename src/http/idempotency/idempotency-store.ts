@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { unavailableError } from '../../errors/infrastructure-errors.ts';
 import { PROCESSING_LEASE_SECONDS } from './processing-lease.ts';
 import { IdempotencyKeyReusedError, IdempotentRequestInProgressError, InvalidIdempotencyKeyError } from './idempotency-errors.ts';
 
@@ -152,6 +153,33 @@ export class IdempotencyStore {
       .where('state', '=', 'processing')
       .where('claim_token', '=', claim.token)
       .execute();
+  }
+
+  /**
+   * The request ended without knowing whether its write was stored: the event log did not
+   * answer (a publish whose acknowledgement was lost, a NATS leader election), and the run may
+   * be queued all the same. Releasing would let a retry claim the key afresh with a new run id
+   * and queue a second run. The claim and its run id stay instead, and its lease ends now, so
+   * the retry takes it over at once and finishes the same run or finds it queued.
+   */
+  async abandon(claim: HeldClaim): Promise<void> {
+    await this.db
+      .updateTable('idempotency_records')
+      .set({ locked_until: sql`now() - interval '1 millisecond'` as any })
+      .where('key_id', '=', claim.keyId)
+      .where('idempotency_key', '=', claim.idempotencyKey)
+      .where('state', '=', 'processing')
+      .where('claim_token', '=', claim.token)
+      .execute();
+  }
+
+  /**
+   * Gives the claim up after `error`: {@link abandon} when the write's outcome may be unknown
+   * (the event log or the database could not be reached), else {@link release}: a refusal
+   * stored nothing, and the key stays free for a corrected retry.
+   */
+  async giveUp(claim: HeldClaim, error: unknown): Promise<void> {
+    await (unavailableError(error) ? this.abandon(claim) : this.release(claim));
   }
 
   /** Drops records past retention; the service calls it hourly. */

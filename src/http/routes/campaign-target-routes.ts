@@ -124,7 +124,7 @@ const handleTarget = (api: ApiContext) => {
       await api.idempotency.complete(claim.held, 200, response);
       respond(ctx, 200, response, false);
     } catch (error) {
-      await api.idempotency.release(claim.held).catch(() => undefined);
+      await api.idempotency.giveUp(claim.held, error).catch(() => undefined);
       throw error;
     }
   };

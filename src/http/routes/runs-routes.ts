@@ -250,7 +250,7 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
         await api.idempotency.complete(claim.held, 202, response);
         respondCreated(ctx, 202, response, false);
       } catch (error) {
-        await api.idempotency.release(claim.held).catch(() => undefined);
+        await api.idempotency.giveUp(claim.held, error).catch(() => undefined);
         throw error;
       }
     };
