@@ -514,6 +514,23 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     expect(history, `GET history RunQueued:\n        ${evidence}`).to.deep.equal(queued);
   });
 
+  /**
+   * Ends the fault, then retries from {@link CONCURRENT_CLIENTS} clients at once (the first on A,
+   * the others on A or B by the seed, each 0–150 ms after the heal), each until it is accepted.
+   */
+  async function healThenRetryConcurrently(body: Record<string, unknown>, idem: string) {
+    const healedAt = performance.now();
+    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
+    const plan = Array.from({ length: CONCURRENT_CLIENTS }, (_, i) => ({ client: i + 1, proc: (i === 0 ? 'A' : random.pick(['A', 'B'])) as Proc, delayMs: random.int(0, 150) }));
+    const clients = await Promise.all(
+      plan.map(async ({ client, proc, delayMs }) => {
+        await sleep(delayMs);
+        return postUntilAccepted(proc, `client ${client}`, body, idem);
+      }),
+    );
+    return { healedAt, clients };
+  }
+
   it(`2. ${CONCURRENT_CLIENTS} concurrent retries with the same Idempotency-Key right as the fault ends all get a 202 for the one run the account has`, async () => {
     const account = await newAccount('lost ack 2');
     const idem = `lost-ack-${SEED}-${process.pid}-s2`;
@@ -525,15 +542,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const lostRunId = stored[0]!;
 
     // The fault ends and the clients retry at once (within 150 ms), without waiting for anything.
-    const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
-    const plan = Array.from({ length: CONCURRENT_CLIENTS }, (_, i) => ({ client: i + 1, proc: (i === 0 ? 'A' : random.pick(['A', 'B'])) as Proc, delayMs: random.int(0, 150) }));
-    const clients = await Promise.all(
-      plan.map(async ({ client, proc, delayMs }) => {
-        await sleep(delayMs);
-        return postUntilAccepted(proc, `client ${client}`, body, idem);
-      }),
-    );
+    const { healedAt, clients } = await healThenRetryConcurrently(body, idem);
     const reconnectAt = await reconnectedAfter(healedAt).catch(() => NaN);
     const firstRetrySentAfterHeal = Math.round(Math.min(...clients.map((c) => c[0]!.sentAt)) - healedAt);
     const runStatus = await waitAccountIdle(account);
@@ -585,15 +594,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     expect(stored, `RunQueued after the lost ack (${describeAnswer(first)})`).to.have.length(1);
     const lostRunId = stored[0]!;
 
-    const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
-    const plan = Array.from({ length: CONCURRENT_CLIENTS }, (_, i) => ({ client: i + 1, proc: (i === 0 ? 'A' : random.pick(['A', 'B'])) as Proc, delayMs: random.int(0, 150) }));
-    const clients = await Promise.all(
-      plan.map(async ({ client, proc, delayMs }) => {
-        await sleep(delayMs);
-        return postUntilAccepted(proc, `client ${client}`, body, idem);
-      }),
-    );
+    const { healedAt, clients } = await healThenRetryConcurrently(body, idem);
     // Precondition of this scenario: the lost run was still queued while the clients were answered.
     const statusDuringRetries = (await accountLog(account)).filter((e) => e.runId === lostRunId).map((e) => e.type);
 
