@@ -3,7 +3,8 @@ import { EventStoreError, EventStoreErrorCode } from '../../src/event-store/erro
 /**
  * How long background work (workers, the policy, the CLI) waits out an unreachable event
  * log: a NATS cluster electing a new stream leader takes a few seconds. API requests do not
- * wait (they answer 503 at once).
+ * ride it out: they answer 503 once the NATS request fails (at once with no responders, after
+ * its 5 s timeout when the request is lost).
  */
 export const OUTAGE_RIDE_THROUGH_MS = 15_000;
 

@@ -8,7 +8,10 @@ export const EventStoreErrorCode = {
   Corrupt: 'corrupt',
   /**
    * The stream could not be reached (no responders while a cluster elects a leader, a timeout,
-   * a lost connection): nothing was decided, and the same call may succeed in a moment.
+   * a lost connection); the same call may succeed in a moment. A read decided nothing. An append
+   * that timed out may have been stored with only its acknowledgement lost: whoever retries it
+   * decides again on state read afresh, with the same ids (the deciders append nothing for an
+   * id they already hold), never with new ones (src/http/idempotency/idempotency-store.ts, abandon).
    */
   Unavailable: 'unavailable',
 } as const;
