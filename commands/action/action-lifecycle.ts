@@ -201,8 +201,13 @@ export interface StartApply extends OnAction {
  * Claims an action for applying, for `leaseMs`. An action in `applying` whose claim is live
  * cannot be claimed again (ApplyClaimHeldError); once the lease ran out without a heartbeat,
  * its worker is taken to be dead and the change (idempotent) is retried under a new claim.
+ * Deciding again for the claim the action holds appends nothing.
  */
 export function decideStartApply(command: StartApply, state: ActionState) {
+  // This very claim, stored though its worker never heard so (the append's acknowledgement was
+  // lost and the command was decided again on a reload): the worker holds it and goes on. Refused
+  // as another's, the action waited out its own lease and was taken over as a second attempt.
+  if (state.exists && state.status === 'applying' && state.claim?.id === command.claimId) return [];
   if (!state.exists || !READY_TO_APPLY.includes(state.status as never)) throw new NothingToApplyError(command.actionId, state.status);
   // The last attempt failed for good: the action goes back to the queue (the worker records the
   // return that was not stored), never to another attempt of a change the platform refused.

@@ -58,6 +58,13 @@ describe('apply claims (decider specs)', () => {
     spec.given([proposed, claimed('k1', 'w1', 1, 30), heartbeat('k1', 'w1', 50)]).when(start('k2', 40)).thenThrows(ApplyClaimHeldError);
   });
 
+  it('given a claim stored though its worker never heard so (a lost acknowledgement), when that worker decides the same claim again, then nothing is appended: it holds the claim', () => {
+    spec.given([proposed, claimed('k1', 'w2', 1, 30)]).when(start('k1', 5)).then([]);
+    // Also once its lease ran out, as long as nobody took over: a new attempt would count one platform call twice.
+    spec.given([proposed, claimed('k1', 'w2', 1, 30)]).when(start('k1', 31)).then([]);
+    spec.given([proposed, claimed('k1', 'w2', 1, 30), claimed('k2', 'w1', 2, 70)]).when(start('k1', 40)).thenThrows(ApplyClaimHeldError);
+  });
+
   it('given a claim whose lease ran out (its worker died), when another worker claims, then it takes over as attempt 2', () => {
     spec.given([proposed, claimed('k1', 'w1', 1, 30)]).when(start('k2', 31)).then([{ type: 'ActionApplyStarted', data: { attempt: 2, claim_id: 'k2' } }]);
   });

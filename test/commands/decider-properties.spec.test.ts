@@ -376,6 +376,8 @@ function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expe
       return { kind: 'accept', next: { ...bump({ status: 'approved', autoApplied: false, params, riskTier, finalFailure: false, editedNotApproved: false }), versionNo: m.versionNo + (command.edit ? 2 : 1) } };
     }
     case 'StartApply': {
+      // The claim the action holds, decided again (its append's acknowledgement was lost): nothing to append.
+      if (m.exists && m.status === 'applying' && m.claim?.id === command.claimId) return { kind: 'noop' };
       if (!m.exists || !READY.includes(m.status)) return { kind: 'refuse', errors: [NothingToApplyError] };
       // After a final failure (will_retry false: "Google's final word", or the 5th attempt) nothing is retried before a person approves again.
       if (m.finalFailure) return { kind: 'refuse', errors: [NothingToApplyError] };
