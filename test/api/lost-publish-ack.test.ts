@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Config } from '../../src/config/config.ts';
 import { streams } from '../../src/event-store/subjects.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -8,6 +7,7 @@ import { startService, type RunningService } from '../../src/runtime/service.ts'
 import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
 import { PrivateNats } from '../support/private-nats.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
+import { LostAckRelay, type LostAckTrigger } from '../support/lost-ack-relay.ts';
 
 /**
  * POST /api/v1/runs when the append of its RunQueued reaches JetStream but the PubAck never
@@ -60,138 +60,6 @@ const CONCURRENT_CLIENTS = 5;
 const TERMINAL = new Set(['succeeded', 'failed', 'canceled']);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// ---------------------------------------------------------------------------------------------
-// The relay
-// ---------------------------------------------------------------------------------------------
-
-interface RelayPair {
-  readonly client: Socket;
-  readonly upstream: Socket;
-  /** From the trigger on, everything nats-server sends to this client is dropped. */
-  swallowing: boolean;
-  swallowedBytes: number;
-  /** The end of the previous client chunk, so a marker split across two chunks is still seen. */
-  tail: string;
-}
-
-interface Trigger {
-  readonly at: number;
-  /** Bytes of the client chunk that held the marker (it was forwarded whole). */
-  readonly chunkBytes: number;
-}
-
-/**
- * A TCP relay between one process and its nats-server that can lose exactly the server→client
- * direction after a chosen publish, so the publish is stored but its acknowledgement is lost.
- */
-class LostAckRelay {
-  private readonly server: Server;
-  private readonly pairs = new Set<RelayPair>();
-  private armed: { readonly marker: string; readonly resolve: (trigger: Trigger) => void } | undefined;
-  private readonly upstreamPort: number;
-  port = 0;
-  /** Times a marker was seen and the connection started swallowing. */
-  triggers = 0;
-  /** Connections relayed in all (the first, plus one per reconnect). */
-  connections = 0;
-
-  constructor(upstreamPort: number) {
-    this.upstreamPort = upstreamPort;
-    this.server = createServer((client) => this.relay(client));
-  }
-
-  private relay(client: Socket): void {
-    this.connections++;
-    const upstream = connect(this.upstreamPort, '127.0.0.1');
-    const pair: RelayPair = { client, upstream, swallowing: false, swallowedBytes: 0, tail: '' };
-    this.pairs.add(pair);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      this.pairs.delete(pair);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-    client.on('data', (chunk: Buffer) => {
-      const armed = this.armed;
-      if (armed && !pair.swallowing) {
-        const text = pair.tail + chunk.toString('latin1');
-        pair.tail = text.slice(-(armed.marker.length - 1));
-        if (text.includes(armed.marker)) {
-          // The publish reaches nats-server and is stored; from this instant on nothing the
-          // server sends reaches the client, its PubAck included. Synchronous with the write,
-          // so no reply to this chunk can slip through.
-          upstream.write(chunk);
-          pair.swallowing = true;
-          this.armed = undefined;
-          this.triggers++;
-          armed.resolve({ at: performance.now(), chunkBytes: chunk.length });
-          return;
-        }
-      }
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (pair.swallowing) {
-        pair.swallowedBytes += chunk.length;
-        return;
-      }
-      client.write(chunk);
-    });
-  }
-
-  async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    this.port = typeof address === 'object' && address ? address.port : 0;
-  }
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  /** Arms the relay: the next client chunk holding `marker` triggers the loss. */
-  arm(marker: string): Promise<Trigger> {
-    if (this.armed) throw new Error('the relay is armed already');
-    return new Promise<Trigger>((resolve) => {
-      this.armed = { marker, resolve };
-    });
-  }
-
-  disarm(): void {
-    this.armed = undefined;
-  }
-
-  /** Bytes dropped so far on the connections that are swallowing. */
-  swallowedBytes(): number {
-    let total = 0;
-    for (const pair of this.pairs) if (pair.swallowing) total += pair.swallowedBytes;
-    return total;
-  }
-
-  /** The fault ends: every swallowing connection is destroyed; the client reconnects through the relay, relayed normally. */
-  heal(): number {
-    let healed = 0;
-    for (const pair of [...this.pairs]) {
-      if (!pair.swallowing) continue;
-      healed++;
-      pair.client.destroy();
-      pair.upstream.destroy();
-      this.pairs.delete(pair);
-    }
-    return healed;
-  }
-
-  async close(): Promise<void> {
-    this.armed = undefined;
-    for (const pair of this.pairs) {
-      pair.client.destroy();
-      pair.upstream.destroy();
-    }
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // HTTP answers
@@ -417,9 +285,9 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
    * really happened (the RunQueued publish went through the relay and then the server's
    * replies were dropped). Returns the answer and when the loss began.
    */
-  async function postWithLostAck(label: string, body: unknown, idempotencyKey?: string): Promise<{ answer: Answer; trigger: Trigger; swallowed: number }> {
+  async function postWithLostAck(label: string, body: unknown, idempotencyKey?: string): Promise<{ answer: Answer; trigger: LostAckTrigger; swallowed: number }> {
     const triggersBefore = relay!.triggers;
-    const triggered = relay!.arm('RunQueued');
+    const triggered = relay!.arm(['RunQueued']);
     const answer = await postRun('A', label, body, idempotencyKey);
     const trigger = await Promise.race([triggered, sleep(100).then(() => undefined)]);
     relay!.disarm();
