@@ -5,6 +5,7 @@ import { IdempotencyStore, requestFingerprint } from '../../src/http/idempotency
 import { startTestService, type TestService, type TestTenant } from '../support/test-service.ts';
 import { API_TEST_ROLES, call, countBy, expectProblem, freshAccount, runIdsOf as runIdsOfAccount, type ApiResult } from './support/api-call.ts';
 import { accountDecider } from '../../commands/account/account-decider.ts';
+import { RECENT_RUN_IDS } from '../../commands/account/account-state.ts';
 
 describe('POST /api/v1/runs with Idempotency-Key', function () {
   this.timeout(30_000);
@@ -255,7 +256,36 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
       expect(await runIdsOf(account)).to.deep.equal([claimedRunId]);
     });
 
-    it('a takeover that cannot tell whether the run was queued (read model behind) answers 409 and keeps the claim, never queueing the run twice', async () => {
+    it('a takeover whose account still remembers the run answers 202 for it at once, with the read model behind, and queues nothing', async () => {
+      const account = await freshAccount(svc, tenant.workspaceId);
+      const idem = newIdempotencyKey();
+      const body = { brief: 'Queued, then the answer was lost.', project_id: account };
+      const claimedRunId = uuidv7();
+      const { commands, store, subjects } = svc.service.infrastructure;
+      const meta = { actor: { kind: 'api_key' as const, id: tenant.keyIds.write }, correlationId: claimedRunId };
+      const projector = svc.service.projectorCopy!.projector!;
+      await projector.stop();
+      try {
+        await commands.handle(accountDecider, {
+          type: 'StartRun', workspaceId: tenant.workspaceId, accountId: account, runId: claimedRunId, brief: body.brief,
+          autoApply: false, keyId: tenant.keyIds.write, scope: 'write', meta,
+        });
+        await abandonedClaim(idem, body, claimedRunId);
+        // No projection saw the run: only the write model (the account's recent run ids) can tell.
+        const retry = await post(tenant.keys.write, body, idem);
+        expect(retry.status).to.equal(202);
+        expect(retry.body.id).to.equal(claimedRunId);
+      } finally {
+        await projector.start();
+      }
+      let queued = 0;
+      for await (const { event } of store.readFiltered(subjects.all, 1)) {
+        if (event.type === 'RunQueued' && (event.data as { run_id?: string }).run_id === claimedRunId) queued++;
+      }
+      expect(queued).to.equal(1);
+    });
+
+    it('a takeover that cannot tell whether the run was queued (the account queued too many runs since to remember it, read model behind) answers 409 and keeps the claim, never queueing the run twice', async () => {
       const account = await freshAccount(svc, tenant.workspaceId);
       const idem = newIdempotencyKey();
       const body = { brief: 'Crashed after queueing, while the read model lags.', project_id: account };
@@ -272,6 +302,12 @@ describe('POST /api/v1/runs with Idempotency-Key', function () {
           autoApply: false, keyId: tenant.keyIds.write, scope: 'write', meta,
         });
         await commands.handle(accountDecider, { type: 'CancelRun', workspaceId: tenant.workspaceId, accountId: account, runId: claimedRunId, knownStatus: 'queued', meta });
+        // As many runs again since: the account no longer remembers the first one.
+        for (let i = 0; i < RECENT_RUN_IDS; i++) {
+          const runId = uuidv7();
+          await commands.handle(accountDecider, { type: 'StartRun', workspaceId: tenant.workspaceId, accountId: account, runId, brief: 'later', autoApply: false, keyId: tenant.keyIds.write, scope: 'write', meta });
+          await commands.handle(accountDecider, { type: 'CancelRun', workspaceId: tenant.workspaceId, accountId: account, runId, knownStatus: 'queued', meta });
+        }
         await abandonedClaim(idem, body, claimedRunId);
 
         const undecided = await post(tenant.keys.write, body, idem);

@@ -5,6 +5,8 @@ import { AccountNotFoundError, RunNotCancelableError } from '../../../commands/e
 import { ServiceUnavailableError } from '../../errors/common-errors.ts';
 import { lastSeqOf } from '../../../commands/shared/handle.ts';
 import { accountDecider } from '../../../commands/account/account-decider.ts';
+import { RECENT_RUN_IDS } from '../../../commands/account/account-state.ts';
+import { loadAccount } from '../../../commands/queries.ts';
 import { RunNotFoundError } from '../../../projections/runs/run-errors.ts';
 import { RUNS_PROJECTION } from '../../../projections/runs/runs-projection.ts';
 import { findRun, findRunActions, isTerminal, runUrl, toRunRepresentation, type RunRow } from '../../../projections/runs/run-view.ts';
@@ -219,6 +221,24 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
       return creationResponse(runId);
     };
 
+    /**
+     * Whether the attempt a takeover follows (one that crashed, or whose append's outcome was
+     * unknown) queued its run. The account remembers the ids of its last RECENT_RUN_IDS runs:
+     * the write model tells at once, with no wait for the read model, unless the account may
+     * have queued that many runs since (then only the caught-up read model tells). Not caught up:
+     * the claim is kept, so a retry takes it over again with the same run id instead of queueing
+     * a second run. A run queued but not remembered yet (a replica behind) is found by the
+     * decider anyway: the append expects the account's last sequence and reloads on conflict.
+     */
+    const queuedBefore = async (principal: Principal, accountId: string, runId: string): Promise<boolean> => {
+      if (!isIdToken(accountId)) return false;
+      const account = (await loadAccount(api.aggregates, principal.workspaceId, accountId)).state;
+      if (account.activeRun?.runId === runId || account.recentRunIds.includes(runId)) return true;
+      if (account.recentRunIds.length < RECENT_RUN_IDS) return (await findRun(api.db, principal.workspaceId, runId)) !== undefined;
+      if (!(await api.barrier.catchUp(RUNS_PROJECTION))) throw new TakeoverUndecidedError();
+      return (await findRun(api.db, principal.workspaceId, runId)) !== undefined;
+    };
+
     const respondCreated = (ctx: Context, status: number, body: Record<string, unknown>, replayed: boolean): void => {
       ctx.status = status;
       ctx.set('Location', String(body.poll_url));
@@ -240,17 +260,14 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
         respondCreated(ctx, claim.status, claim.body, true);
         return;
       }
-      // A takeover follows a crash of the first attempt: its run may already be queued, which
-      // only the caught-up read model tells. Not caught up: the claim is kept (not released), so
-      // a retry takes it over again with the same run id instead of queueing a second run.
-      if (claim.kind === 'takeover' && !(await api.barrier.catchUp(RUNS_PROJECTION))) throw new TakeoverUndecidedError();
       try {
-        const alreadyQueued = claim.kind === 'takeover' ? await findRun(api.db, principal.workspaceId, claim.runId) : undefined;
+        const alreadyQueued = claim.kind === 'takeover' && (await queuedBefore(principal, body.project_id, claim.runId));
         const response = alreadyQueued ? creationResponse(claim.runId) : await queueRun(principal, body, claim.runId, requestId);
         await api.idempotency.complete(claim.held, 202, response);
         respondCreated(ctx, 202, response, false);
       } catch (error) {
-        await api.idempotency.giveUp(claim.held, error).catch(() => undefined);
+        // Undecided: the claim is kept as taken, so the retry after its lease decides again with the same run id.
+        if (!(error instanceof TakeoverUndecidedError)) await api.idempotency.giveUp(claim.held, error).catch(() => undefined);
         throw error;
       }
     };
