@@ -281,6 +281,17 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
   }
 
   /**
+   * POSTs with the acknowledgement of its append lost, and finds the run it queued all the same:
+   * exactly one RunQueued on the (fresh) account, whatever the answer was.
+   */
+  async function loseAckOf(label: string, account: string, body: unknown, idempotencyKey?: string) {
+    const lost = await postWithLostAck(label, body, idempotencyKey);
+    const stored = await runQueuedIds(account);
+    expect(stored, `RunQueued after the lost ack (${describeAnswer(lost.answer)})`).to.have.length(1);
+    return { ...lost, lostRunId: stored[0]! };
+  }
+
+  /**
    * Sends the POST whose ack is lost: arms the relay, POSTs to A, and checks that the fault
    * really happened (the RunQueued publish went through the relay and then the server's
    * replies were dropped). Returns the answer and when the loss began.
@@ -337,11 +348,8 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const idem = `lost-ack-${SEED}-${process.pid}-s1`;
     const body = { brief: `Find wasted spend in search terms (lost ack 1, ${random.int(0, 1e6)})`, project_id: account };
 
-    const { answer: first, trigger, swallowed } = await postWithLostAck('first (ack lost)', body, idem);
+    const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost)', account, body, idem);
     // The write landed although A never heard so: exactly one RunQueued, the lost request's.
-    const stored = await runQueuedIds(account);
-    expect(stored, `RunQueued after the lost ack (${describeAnswer(first)})`).to.have.length(1);
-    const lostRunId = stored[0]!;
 
     const healedAt = performance.now();
     expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
@@ -404,10 +412,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const idem = `lost-ack-${SEED}-${process.pid}-s2`;
     const body = { brief: `Audit keyword match types (lost ack 2, ${random.int(0, 1e6)})`, project_id: account };
 
-    const { answer: first, trigger, swallowed } = await postWithLostAck('first (ack lost)', body, idem);
-    const stored = await runQueuedIds(account);
-    expect(stored, `RunQueued after the lost ack (${describeAnswer(first)})`).to.have.length(1);
-    const lostRunId = stored[0]!;
+    const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost)', account, body, idem);
 
     // The fault ends and the clients retry at once (within 150 ms), without waiting for anything.
     const { healedAt, clients } = await healThenRetryConcurrently(body, idem);
@@ -457,10 +462,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     await pauseRunStarts(procB!.infrastructure, workspaceId, 120, 'lost-ack test: keep the lost run queued');
     pausedWorkspace = true;
 
-    const { answer: first, trigger, swallowed } = await postWithLostAck('first (ack lost)', body, idem);
-    const stored = await runQueuedIds(account);
-    expect(stored, `RunQueued after the lost ack (${describeAnswer(first)})`).to.have.length(1);
-    const lostRunId = stored[0]!;
+    const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost)', account, body, idem);
 
     const { healedAt, clients } = await healThenRetryConcurrently(body, idem);
     // Precondition of this scenario: the lost run was still queued while the clients were answered.
@@ -513,10 +515,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const account = await newAccount('lost ack 3');
     const body = { brief: `Review budgets (lost ack 3, ${random.int(0, 1e6)})`, project_id: account };
 
-    const { answer: first, trigger, swallowed } = await postWithLostAck('first (ack lost, no key)', body);
-    const stored = await runQueuedIds(account);
-    expect(stored, `RunQueued after the lost ack (${describeAnswer(first)})`).to.have.length(1);
-    const lostRunId = stored[0]!;
+    const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost, no key)', account, body);
 
     const healedAt = performance.now();
     expect(relay!.heal(), 'one connection was swallowing').to.equal(1);

@@ -621,25 +621,20 @@ describe(`agent and apply workers whose appends are stored but whose PubAck is l
     expectIdle(idle, evidence);
   });
 
-  it('2. ActionProposed of an auto_apply run loses its ack: one action, one slot, applied once', async () => {
-    const { runId, c, evidence, runSettled, appliesSettled, idle, setup } = await runWithLostAck('s2', 'ActionProposed', true);
+  /** An auto_apply run whose `eventType` append loses its ack: one action, one slot, one claim, applied once. */
+  const autoAppliedOnce = (label: string, eventType: string) => async () => {
+    const { runId, c, evidence, runSettled, appliesSettled, idle, setup } = await runWithLostAck(label, eventType, true);
     expectRunEndedOnce(runId, c, evidence, runSettled);
     const actionId = expectOneAction(setup, runId, c, evidence);
     expectOneSlot(actionId, c, evidence);
     expectAppliedOnce(setup, actionId, c, evidence, appliesSettled);
     expect(c.of('ActionApplyStarted').length, `claims (one attempt):\n        ${evidence}`).to.equal(1);
     expectIdle(idle, evidence);
-  });
+  };
 
-  it('2b. AutoApplySlotReserved of an auto_apply proposal loses its ack: one slot, one action, applied once', async () => {
-    const { runId, c, evidence, runSettled, appliesSettled, idle, setup } = await runWithLostAck('s2b', 'AutoApplySlotReserved', true);
-    expectRunEndedOnce(runId, c, evidence, runSettled);
-    const actionId = expectOneAction(setup, runId, c, evidence);
-    expectOneSlot(actionId, c, evidence);
-    expectAppliedOnce(setup, actionId, c, evidence, appliesSettled);
-    expect(c.of('ActionApplyStarted').length, `claims (one attempt):\n        ${evidence}`).to.equal(1);
-    expectIdle(idle, evidence);
-  });
+  it('2. ActionProposed of an auto_apply run loses its ack: one action, one slot, applied once', autoAppliedOnce('s2', 'ActionProposed'));
+
+  it('2b. AutoApplySlotReserved of an auto_apply proposal loses its ack: one slot, one action, applied once', autoAppliedOnce('s2b', 'AutoApplySlotReserved'));
 
   it('3. RunSucceeded loses its ack: the run ends exactly once and GET shows it succeeded', async () => {
     const { runId, c, evidence, runSettled, idle, setup } = await runWithLostAck('s3', 'RunSucceeded', false);

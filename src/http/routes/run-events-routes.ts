@@ -6,7 +6,6 @@ import { findRun, isTerminal } from '../../../projections/runs/run-view.ts';
 import type { DomainEvent } from '../../events/catalogue/index.ts';
 import type { RawStoredMessage } from '../../event-store/event-store.ts';
 import { streams } from '../../event-store/subjects.ts';
-import { unavailableError } from '../../errors/infrastructure-errors.ts';
 import { ref, requestIdHeader, responseRef } from '../openapi/openapi-helpers.ts';
 import { mountRoutes } from '../route-table/mount-routes.ts';
 import { defineRoute, type RouteDefinition } from '../route-table/route-definition.ts';
@@ -145,7 +144,7 @@ export const streamRunEventsRoute = defineRoute<StreamDeps>()<{ last_event_id?: 
       } catch (error) {
         controller.abort();
         release();
-        throw unavailableError(error) ?? error;
+        throw error; // the error handler answers a NATS failure 503 with Retry-After
       } finally {
         ctx.res.removeListener('close', abandoned);
       }

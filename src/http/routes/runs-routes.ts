@@ -234,7 +234,8 @@ export const createRunRoute = route<Record<string, never>, CreateRunBody>({
       if (!isIdToken(accountId)) return false;
       const account = (await loadAccount(api.aggregates, principal.workspaceId, accountId)).state;
       if (account.activeRun?.runId === runId || account.recentRunIds.includes(runId)) return true;
-      if (account.recentRunIds.length < RECENT_RUN_IDS) return (await findRun(api.db, principal.workspaceId, runId)) !== undefined;
+      // Fewer runs than it remembers: the run was never queued (a replica behind is the decider's to catch).
+      if (account.recentRunIds.length < RECENT_RUN_IDS) return false;
       if (!(await api.barrier.catchUp(RUNS_PROJECTION))) throw new TakeoverUndecidedError();
       return (await findRun(api.db, principal.workspaceId, runId)) !== undefined;
     };
