@@ -15,6 +15,7 @@ import type { Logger } from '../../src/log/logger.ts';
 import { admitWithSeals, type AdmissionSeals, type SealRecorder } from './admission-seals.ts';
 import { applyIsolating, unguardedThenGuarded, type BatchEntry, type IsolatedBatch } from './apply-isolating.ts';
 import { lockCheckpoint, readCheckpoint, writeCheckpoint, writeCheckpointIfUnchanged } from './checkpoints.ts';
+import { deferCommitFlush } from './deferred-flush.ts';
 import { ensureProjectionTables } from './projection-tables.ts';
 import type { Projection } from './projection.ts';
 
@@ -426,7 +427,10 @@ export class Projector {
       try {
         const checkpoints: number[] = [];
         for (const lane of this.lanes) {
-          checkpoints.push((await readCheckpoint(this.options.db, lane.projection.name))?.lastSeq ?? lane.status.lastSeq);
+          const stored = (await readCheckpoint(this.options.db, lane.projection.name))?.lastSeq ?? lane.status.lastSeq;
+          // A lane that believes more than Postgres holds would skip what Postgres lost.
+          if (stored < lane.status.lastSeq) forgetCommitsAfter(lane, stored);
+          checkpoints.push(stored);
         }
         await this.subscribe(this.resumeAfter(checkpoints));
         this.options.logger.info({ projection: names }, 'projector subscribed again');
@@ -633,6 +637,23 @@ export class Projector {
         pending = [];
         continue;
       }
+      const wentBack = errors.filter((error): error is CheckpointWentBackError => error instanceof CheckpointWentBackError);
+      if (wentBack.length > 0) {
+        for (const error of wentBack) {
+          const lane = this.lanes.find((candidate) => candidate.projection.name === error.projection)!;
+          forgetCommitsAfter(lane, error.storedSeq);
+        }
+        for (const { delivery } of [...current.messages, ...(next?.messages ?? [])]) delivery.nak();
+        batch = undefined;
+        next = undefined;
+        pending = [];
+        // Delivered after the acknowledged sequences that now have to come again: useless until they have.
+        this.buffer = [];
+        this.remakeSubscription('projection checkpoint went back (Postgres lost its last commits, or was restored); consuming again from it', {
+          checkpoints: wentBack.map(({ projection, storedSeq, committedSeq }) => ({ projection, stored: storedSeq, committed: committedSeq })),
+        });
+        continue;
+      }
       if (errors.some((error) => error instanceof SequenceGapError)) {
         // Earlier events are still pending elsewhere (another copy of this projector, or a
         // redelivery): hand the batch, and the one taken behind it, back and let them arrive
@@ -657,7 +678,8 @@ export class Projector {
     try {
       await this.commitBatch(lane, batch);
     } catch (error) {
-      if (error instanceof SequenceGapError) throw error;
+      // Neither is this projection failing: the batch is handed back.
+      if (error instanceof SequenceGapError || error instanceof CheckpointWentBackError) throw error;
       lane.failures++;
       const detail = error instanceof Error ? error.message : String(error);
       lane.status = { ...lane.status, stalled: true, lastError: detail };
@@ -721,6 +743,7 @@ export class Projector {
     const outcome = await db
       .transaction()
       .execute(async (trx) => {
+        await deferCommitFlush(trx);
         const applied = await applyIsolating(trx, projection, fresh, { knownHeads: lane.heads, writeHeads: false, unguarded: true });
         const checkpoint = { version: projection.version, lastSeq };
         const written = await writeCheckpointIfUnchanged(trx, projection.name, checkpoint, { lastSeq: known, writtenAt }, applied.headsUpsert);
@@ -745,10 +768,15 @@ export class Projector {
     const { db } = this.options;
     const { projection } = lane;
     const result = await db.transaction().execute(async (trx) => {
+      await deferCommitFlush(trx);
       const checkpoint = await lockCheckpoint(trx, projection.name);
       if (!checkpoint || checkpoint.version !== projection.version) {
         throw new Error(`checkpoint of ${projection.name} is missing or of another version; restart to rebuild`);
       }
+      // Only Postgres losing commits this lane made (a crash, see deferCommitFlush) or a restore
+      // of the database moves a checkpoint back: the events after it were acknowledged on the
+      // stream and must be delivered again.
+      if (checkpoint.lastSeq < lane.status.lastSeq) throw new CheckpointWentBackError(projection.name, checkpoint.lastSeq, lane.status.lastSeq);
       if (checkpoint.writtenAt !== lane.headsAsOf || lane.heads.size > MAX_REMEMBERED_HEADS) lane.heads.clear();
       const fresh = entriesAfter(batch, checkpoint.lastSeq);
       if (fresh.length === 0) return { lastSeq: checkpoint.lastSeq, parked: [], writtenAt: checkpoint.writtenAt, movedHeads: new Map<string, string>() };
@@ -844,6 +872,31 @@ export function subjectSlices(messages: readonly { readonly subject: string }[],
   }
   if (slice.length > 0) slices.push(slice.sort((a, b) => a - b));
   return slices;
+}
+
+/** A lane's stored checkpoint is behind what the lane committed (see commitCareful). */
+class CheckpointWentBackError extends Error {
+  readonly projection: string;
+  readonly storedSeq: number;
+  readonly committedSeq: number;
+
+  constructor(projection: string, storedSeq: number, committedSeq: number) {
+    super(`checkpoint of ${projection} is at ${storedSeq}, behind the ${committedSeq} this projector committed`);
+    this.name = 'CheckpointWentBackError';
+    this.projection = projection;
+    this.storedSeq = storedSeq;
+    this.committedSeq = committedSeq;
+  }
+}
+
+/**
+ * The lane believes Postgres's checkpoint again: the careful path reads what else it needs
+ * (chain heads, the checkpoint's write time) from the tables.
+ */
+function forgetCommitsAfter(lane: Lane, storedSeq: number): void {
+  lane.status = { ...lane.status, lastSeq: Math.min(lane.status.lastSeq, storedSeq) };
+  lane.heads.clear();
+  lane.headsAsOf = null;
 }
 
 class SequenceGapError extends Error {

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -19,12 +19,17 @@ export class PrivatePostgres {
   readonly port: number;
   private readonly root: string;
 
+  /** Server settings given as `-c name=value` at every start. */
+  private readonly settings: Readonly<Record<string, string>>;
+
   private constructor(
     port: number,
     root: string,
+    settings: Readonly<Record<string, string>>,
   ) {
     this.port = port;
     this.root = root;
+    this.settings = settings;
     this.dataDir = join(root, 'data');
   }
 
@@ -37,10 +42,11 @@ export class PrivatePostgres {
     }
   }
 
-  static async start(): Promise<PrivatePostgres> {
+  /** @param options.settings server settings, e.g. `{ wal_writer_delay: '10s' }` */
+  static async start(options: { readonly settings?: Readonly<Record<string, string>> } = {}): Promise<PrivatePostgres> {
     const root = mkdtempSync(join(tmpdir(), 'pg-test-'));
     chmodSync(root, 0o777);
-    const server = new PrivatePostgres(await freePort(), root);
+    const server = new PrivatePostgres(await freePort(), root, options.settings ?? {});
     server.asServerUser(join(BIN, 'initdb'), ['-D', server.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
     await server.restart();
     return server;
@@ -51,7 +57,10 @@ export class PrivatePostgres {
   }
 
   async restart(): Promise<void> {
-    const [command, args] = this.serverCommand(join(BIN, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), '-k', this.root, '-h', '127.0.0.1']);
+    const [command, args] = this.serverCommand(join(BIN, 'postgres'), [
+      '-D', this.dataDir, '-p', String(this.port), '-k', this.root, '-h', '127.0.0.1',
+      ...Object.entries(this.settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ]);
     this.process = spawn(command, args, { stdio: 'ignore' });
     const deadline = Date.now() + 20_000;
     for (;;) {
@@ -68,15 +77,24 @@ export class PrivatePostgres {
     }
   }
 
-  /** SIGKILL of the postmaster (by the pid in its pid file, not the runuser wrapper): an outage with no clean shutdown. */
-  async kill(): Promise<void> {
+  /**
+   * SIGKILL of the postmaster (by the pid in its pid file, not the runuser wrapper): an outage
+   * with no clean shutdown. With `everyProcess`, its backends and the WAL writer are killed in
+   * the same instant, as a crash of the machine would stop them: WAL still in Postgres's
+   * buffers (commits made with `synchronous_commit = off`) is lost; without it, they may
+   * write it out as they notice the postmaster is gone.
+   */
+  async kill(options: { readonly everyProcess?: boolean } = {}): Promise<void> {
     const pidFile = join(this.dataDir, 'postmaster.pid');
     if (!existsSync(pidFile)) return;
     const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
+    const children = options.everyProcess ? childPids(pid) : [];
+    for (const target of [...children, pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // already gone
+      }
     }
     const alive = () => {
       try {
@@ -109,4 +127,21 @@ export class PrivatePostgres {
     const [cmd, fullArgs] = this.serverCommand(command, args);
     execFileSync(cmd, fullArgs, { stdio: 'ignore' });
   }
+}
+
+/** The processes whose parent is `parent`, from /proc (Linux). */
+function childPids(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after its last ')'.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === parent) children.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return children;
 }
