@@ -274,8 +274,11 @@ export class GoogleAdsPlatform implements AdsPlatform {
       error_code: error.errorCode,
       message: error.message,
     }));
-    // Not one operation went through: the change failed as a whole, as a refused request would.
-    if (answer.partialFailure && refusals.length > 0 && planned.subjects.every((_, index) => failedAt(index))) {
+    // Not one operation went through and nothing of the change was in place before: the change
+    // failed as a whole, as a refused request would. A part already in place (a negative an
+    // earlier attempt created, whose answer was lost) makes it applied in part, or a change
+    // that is live would be returned to the queue as refused, again on every approval.
+    if (answer.partialFailure && refusals.length > 0 && planned.skipped.length === 0 && planned.subjects.every((_, index) => failedAt(index))) {
       throw new GoogleAdsRequestError(400, refusals, answer.partialFailure.requestId);
     }
     // Under partialFailure a refused operation's result is empty: only applied ones name a resource.
