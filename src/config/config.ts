@@ -19,6 +19,8 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly natsUrl: string;
+  /** NATS_REQUEST_TIMEOUT_MS: what every JetStream request waits for its answer. */
+  readonly natsRequestTimeoutMs: number;
   readonly natsCredentials: NatsCredentials;
   /** CA certificate (PEM file) that signed the NATS servers' certificates; set, TLS is required. */
   readonly natsTlsCa: string | undefined;
@@ -98,6 +100,11 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'NATS_TOKEN', default: '', description: 'NATS token authentication, instead of NATS_USER. Never logged.' },
   { name: 'NATS_CREDS', default: '', description: 'Path of a NATS credentials file (JWT + nkey seed), instead of NATS_USER or NATS_TOKEN.' },
   { name: 'NATS_TLS_CA', default: '', description: 'Path of the CA certificate (PEM) of the NATS servers; set, connections use TLS and verify the server.' },
+  {
+    name: 'NATS_REQUEST_TIMEOUT_MS',
+    default: '5000',
+    description: 'How long a JetStream request (an append, a stream or consumer lookup) waits for its answer; then it fails, and the API answers 503 with Retry-After.',
+  },
   { name: 'DATABASE_URL', default: 'postgres://postgres@127.0.0.1:5432/adsagent', description: 'PostgreSQL connection URL.' },
   { name: 'DATABASE_SCHEMA', default: 'adsagent', description: 'Postgres schema for every table of this deployment.' },
   { name: 'PUBLIC_BASE_URL', default: 'http://localhost:8080', description: 'Origin used for absolute URLs in responses (poll_url, Location, approvals_url).' },
@@ -241,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: raw('HOST'),
     natsUrl: url('NATS_URL', ['nats:', 'tls:', 'ws:', 'wss:']),
     ...natsAccess(raw, problems),
+    natsRequestTimeoutMs: integer('NATS_REQUEST_TIMEOUT_MS', 500, 60_000),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseSchema: token('DATABASE_SCHEMA', /^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier'),
     publicBaseUrl,

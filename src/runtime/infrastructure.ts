@@ -60,8 +60,8 @@ export async function openInfrastructure(config: Config, clientName: string, opt
   try {
     database = await openDatabase(config.databaseUrl, config.databaseSchema);
     await migrateToLatest(database.db, config.databaseSchema);
-    const jsm = await jetstreamManager(nc);
-    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc, { timeout: config.natsRequestTimeoutMs });
+    const js = jetstream(nc, { timeout: config.natsRequestTimeoutMs });
     const subjects = new Subjects(config.subjectPrefix);
     // Each step is idempotent, and a cluster under load or electing a leader may not answer at once.
     await duringStartup(() => ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas }));

@@ -50,8 +50,8 @@ export async function openReaderInfrastructure(config: Config, clientName: strin
   const nc = await connectNats(config, clientName);
   let database: DatabaseHandle | undefined;
   try {
-    const jsm = await jetstreamManager(nc);
-    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc, { timeout: config.natsRequestTimeoutMs });
+    const js = jetstream(nc, { timeout: config.natsRequestTimeoutMs });
     await assertStreamExists(jsm, config.eventStream);
     const subjects = new Subjects(config.subjectPrefix);
     const store = new JetStreamEventStore(js, jsm, config.eventStream);

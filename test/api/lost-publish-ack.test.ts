@@ -123,7 +123,8 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     });
     procB = await startService(config, createLogger('silent'));
     const destination = { write: (line: string) => void aLog.push(line.trimEnd()) };
-    procA = await startService({ ...config, natsUrl: relay.url, roles: ['http'] }, createLogger(LOG_LEVEL, { proc: 'A' }, destination));
+    // A lost answer is known lost sooner than the default 5 s: every scenario waits for it.
+    procA = await startService({ ...config, natsUrl: relay.url, roles: ['http'], natsRequestTimeoutMs: 1500 }, createLogger(LOG_LEVEL, { proc: 'A' }, destination));
     url.A = procA.http!.url;
     url.B = procB.http!.url;
     void (async () => {
