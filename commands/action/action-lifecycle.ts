@@ -104,6 +104,37 @@ export function retriesOwnEdit(command: OnSeenAction & { readonly edit?: unknown
   return command.expectedVersion === undefined || command.expectedVersion === pending.versionBefore;
 }
 
+/** A decision as a client asked for it: what makes two requests the same one. */
+export interface DecisionRequest {
+  readonly decision: 'approved' | 'rejected';
+  readonly actor: CommandMeta['actor'];
+  /** The approval's note, or the rejection's reason. */
+  readonly text: string;
+  /** The edit as the client sent it (`edit` of the body), for an edit-and-approve. */
+  readonly edit?: unknown;
+  readonly expectedVersion?: string;
+}
+
+/**
+ * The request is one this caller already made and the log holds (its append's acknowledgement
+ * was lost, and the client, told 503, sent it again): the same decision by the same actor,
+ * with the same note or reason and the same edit (or none), naming the version the action had
+ * before it (or before that edit), or no version. It records nothing and answers with the
+ * action as it is now, instead of a 409 that reads as someone else's decision. Any other
+ * request (another note, another edit) is a new decision, refused as before.
+ */
+export function retriesOwnDecision(state: ActionState, request: DecisionRequest): boolean {
+  const last = state.lastDecision;
+  if (!last || AWAITING_APPROVAL.includes(state.status as never)) return false;
+  if (last.decision !== request.decision || last.actor !== actorKey(request.actor) || last.text !== request.text) return false;
+  if (request.edit === undefined) return last.edit === null && (request.expectedVersion === undefined || request.expectedVersion === last.versionBefore);
+  return (
+    last.edit !== null &&
+    isDeepStrictEqual(last.edit, request.edit) &&
+    (request.expectedVersion === undefined || request.expectedVersion === last.versionBeforeEdit)
+  );
+}
+
 export interface ApproveAction extends OnSeenAction {
   readonly type: 'ApproveAction';
   readonly note: string;
@@ -120,6 +151,8 @@ export interface ApproveAction extends OnSeenAction {
  * budget or target value (editedParams), and a version the policy blocks is refused.
  */
 export function decideApproveAction(command: ApproveAction, state: ActionState) {
+  const request = { decision: 'approved', actor: command.meta.actor, text: command.note, edit: command.edit?.edit, expectedVersion: command.expectedVersion } as const;
+  if (retriesOwnDecision(state, request)) return [];
   awaitingApproval(command, state);
   const approver = command.meta.actor;
   if (command.requireDistinctApprover && approver.kind === 'api_key' && state.proposerKeyId === approver.id) {
@@ -149,6 +182,7 @@ export interface RejectAction extends OnSeenAction {
 }
 
 export function decideRejectAction(command: RejectAction, state: ActionState) {
+  if (retriesOwnDecision(state, { decision: 'rejected', actor: command.meta.actor, text: command.reason, expectedVersion: command.expectedVersion })) return [];
   awaitingApproval(command, state);
   return [newEvent('ActionRejected', { reason: command.reason }, address(command), command.meta)];
 }

@@ -59,19 +59,35 @@ export interface ActionState {
    * and the version the action had before it, so that request, sent again, records only the
    * approval (decideApproveAction). Null once any other event follows.
    */
-  readonly editAwaitingApproval: { readonly actor: string; readonly versionBefore: string } | null;
+  readonly editAwaitingApproval: { readonly actor: string; readonly versionBefore: string; readonly edit: unknown } | null;
   /**
    * The last attempt failed for good (ActionApplyFailed with will_retry false is the last event)
    * and its return to the queue was not stored: no new attempt may start, and the apply worker
    * records the return with this reason (the finish's append stopped after its first event).
    */
   readonly returnAwaited: { readonly reason: string } | null;
+  /**
+   * The last approval or rejection as it was requested: who, the note (or reason), the edit it
+   * was made with (when that person's ActionEdited came just before it) and the versions the
+   * action had before it and before that edit. The same request sent again after its append's
+   * acknowledgement was lost records nothing and answers as a success (retriesOwnDecision).
+   * Null before any.
+   */
+  readonly lastDecision: {
+    readonly decision: 'approved' | 'rejected';
+    readonly actor: string;
+    /** ActionApproved's note, or ActionRejected's reason. */
+    readonly text: string;
+    readonly edit: unknown;
+    readonly versionBefore: string;
+    readonly versionBeforeEdit: string | null;
+  } | null;
 }
 
 /** How an action's events fold into its decision state (the decider is action-decider.ts). */
 export const actionFold = {
-  // 6: endedClaimId. 7: editAwaitingApproval, returnAwaited.
-  stateVersion: 7,
+  // 6: endedClaimId. 7: editAwaitingApproval, returnAwaited. 8: lastDecision.
+  stateVersion: 8,
   initialState: (): ActionState => ({
     exists: false,
     kind: null,
@@ -91,6 +107,7 @@ export const actionFold = {
     changedAt: null,
     editAwaitingApproval: null,
     returnAwaited: null,
+    lastDecision: null,
   }),
   evolve(state: ActionState, event: DomainEvent): ActionState {
     const next = evolveAction(state, event);
@@ -98,10 +115,24 @@ export const actionFold = {
     if (next === state || event.type === 'ActionApplyHeartbeat') return next;
     const editAwaitingApproval =
       event.type === 'ActionEdited'
-        ? { actor: actorKey(event.actor), versionBefore: actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt }) }
+        ? { actor: actorKey(event.actor), versionBefore: actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt }), edit: event.data.edit }
         : null;
     const returnAwaited = event.type === 'ActionApplyFailed' && !event.data.will_retry ? { reason: `the last attempt failed for good: ${event.data.error}` } : null;
-    return { ...next, changedAt: event.time, editAwaitingApproval, returnAwaited };
+    let lastDecision = state.lastDecision;
+    if (event.type === 'ActionApproved' || event.type === 'ActionRejected') {
+      const actor = actorKey(event.actor);
+      // The approval an edit-and-approve's ActionEdited was stored without: made with that edit.
+      const edited = event.type === 'ActionApproved' && state.editAwaitingApproval?.actor === actor ? state.editAwaitingApproval : null;
+      lastDecision = {
+        decision: event.type === 'ActionApproved' ? 'approved' : 'rejected',
+        actor,
+        text: event.type === 'ActionApproved' ? event.data.note : event.data.reason,
+        edit: edited?.edit ?? null,
+        versionBefore: actionVersion({ status: state.status, params: state.params, changedAt: state.changedAt }),
+        versionBeforeEdit: edited?.versionBefore ?? null,
+      };
+    }
+    return { ...next, changedAt: event.time, editAwaitingApproval, returnAwaited, lastDecision };
   },
 };
 

@@ -145,6 +145,21 @@ interface ActionModel {
   /** Who made that edit, and the version number before it: that approver's request, sent again, completes the approval. */
   readonly editedBy: string | null;
   readonly versionNoBeforeEdit: number | null;
+  /**
+   * The last approval or rejection: who, and the version numbers before it and before the edit
+   * it was made with. The same decision by the same actor sent again (its acknowledgement lost),
+   * naming one of those or none, records nothing (docs/api.md, "Sending a decision again").
+   */
+  readonly lastDecision: {
+    readonly decision: 'approved' | 'rejected';
+    readonly actor: string;
+    readonly text: string;
+    readonly edit: unknown;
+    readonly versionNo: number;
+    readonly versionNoBeforeEdit: number | null;
+  } | null;
+  /** The edit of that stored ActionEdited, as its request sent it. */
+  readonly editedEdit: unknown;
 }
 
 const resultKey = (r: ApplyResult) => (r.kind === 'failed' ? `failed:${r.willRetry}` : r.kind);
@@ -215,7 +230,7 @@ function runActionSequence(seed: number, steps: number, options: { crashOn: Cras
   let requireDistinct = chance(random, 0.5);
   const ids = { workspaceId: 'ws', accountId: 'acc', actionId: 'a1' };
   let model: ActionModel = {
-    exists: false, kind, status: 'none', params: {}, riskTier: null, autoApplied: false, proposerKey: null, attempts: 0, claim: null, versionNo: 0, lastEnd: null, finalFailure: false, editedNotApproved: false, editedBy: null, versionNoBeforeEdit: null,
+    exists: false, kind, status: 'none', params: {}, riskTier: null, autoApplied: false, proposerKey: null, attempts: 0, claim: null, versionNo: 0, lastEnd: null, finalFailure: false, editedNotApproved: false, editedBy: null, versionNoBeforeEdit: null, lastDecision: null, editedEdit: null,
   };
   let state = actionDecider.initialState();
   const events: DomainEvent[] = [];
@@ -343,7 +358,22 @@ function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expe
     case 'ApproveAction':
     case 'RejectAction': {
       if (!m.exists) return { kind: 'refuse', errors: [ActionNotFoundError] };
-      if (!AWAITING.includes(m.status)) return { kind: 'refuse', errors: [ActionNotInQueueError] };
+      const actor = `${command.meta.actor.kind}:${command.meta.actor.id}`;
+      const decision = command.type === 'ApproveAction' ? 'approved' : 'rejected';
+      const text = command.type === 'ApproveAction' ? command.note : command.reason;
+      if (!AWAITING.includes(m.status)) {
+        const last = m.lastDecision;
+        if (last && last.decision === decision && last.actor === actor && last.text === text) {
+          const edit = command.type === 'ApproveAction' ? command.edit?.edit : undefined;
+          const sameRequest =
+            edit !== undefined
+              ? last.edit !== null && isDeepStrictEqual(last.edit, edit) && (command.expectedVersion === undefined || expectedNo === last.versionNoBeforeEdit)
+              : last.edit === null && (command.expectedVersion === undefined || expectedNo === last.versionNo);
+          if (sameRequest) return { kind: 'noop' };
+        }
+        return { kind: 'refuse', errors: [ActionNotInQueueError] };
+      }
+      const decided = (versionNo: number, versionNoBeforeEdit: number | null, edit: unknown) => ({ lastDecision: { decision, actor, text, edit, versionNo, versionNoBeforeEdit } as const });
       // A crash between ActionEdited and ActionApproved: the same approver's edit-and-approve again (the
       // version it saw before its edit, or none; the same edited params) completes the approval.
       const completesCrashedApproval =
@@ -354,10 +384,10 @@ function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expe
         (command.expectedVersion === undefined || expectedNo === m.versionNoBeforeEdit) &&
         isDeepStrictEqual(command.edit.after.params, m.params);
       if (completesCrashedApproval && !(command.requireDistinctApprover && command.meta.actor.kind === 'api_key' && m.proposerKey === command.meta.actor.id)) {
-        return { kind: 'accept', next: bump({ status: 'approved', autoApplied: false, finalFailure: false, editedNotApproved: false }) };
+        return { kind: 'accept', next: bump({ status: 'approved', autoApplied: false, finalFailure: false, editedNotApproved: false, ...decided(m.versionNo, m.versionNoBeforeEdit, m.editedEdit) }) };
       }
       if (command.expectedVersion !== undefined && expectedNo !== m.versionNo && !completesCrashedApproval) return { kind: 'refuse', errors: [ActionChangedError] };
-      if (command.type === 'RejectAction') return { kind: 'accept', next: bump({ status: 'rejected', editedNotApproved: false }) };
+      if (command.type === 'RejectAction') return { kind: 'accept', next: bump({ status: 'rejected', editedNotApproved: false, ...decided(m.versionNo, null, null) }) };
       // The distinct-approver rule and the edit's review are independent refusals: either may be answered first.
       const errors: ErrorClass[] = [];
       if (command.requireDistinctApprover && command.meta.actor.kind === 'api_key' && command.meta.actor.id === m.proposerKey) errors.push(DistinctApproverRequiredError);
@@ -373,7 +403,12 @@ function actionVerdict(m: ActionModel, command: ActionCommand, now: number, expe
         }
       }
       if (errors.length > 0) return { kind: 'refuse', errors };
-      return { kind: 'accept', next: { ...bump({ status: 'approved', autoApplied: false, params, riskTier, finalFailure: false, editedNotApproved: false }), versionNo: m.versionNo + (command.edit ? 2 : 1) } };
+      // The approval's "version before" is the edited one when it came with an edit; an approval right after this approver's own stored edit remembers the version before that edit.
+      const ownEdit = m.editedNotApproved && m.editedBy === actor;
+      const lastDecision = command.edit
+        ? decided(m.versionNo + 1, m.versionNo, command.edit.edit)
+        : decided(m.versionNo, ownEdit ? m.versionNoBeforeEdit : null, ownEdit ? m.editedEdit : null);
+      return { kind: 'accept', next: { ...bump({ status: 'approved', autoApplied: false, params, riskTier, finalFailure: false, editedNotApproved: false, ...lastDecision }), versionNo: m.versionNo + (command.edit ? 2 : 1) } };
     }
     case 'StartApply': {
       // The claim the action holds, decided again (its append's acknowledgement was lost): nothing to append.
@@ -441,6 +476,7 @@ function modelAfterPrefix(m: ActionModel, command: ActionCommand, first: DomainE
       editedNotApproved: true,
       editedBy: `${command.meta.actor.kind}:${command.meta.actor.id}`,
       versionNoBeforeEdit: m.versionNo,
+      editedEdit: command.edit?.edit ?? null,
     };
   }
   throw new Error(`no prefix model for ${first.type}`);

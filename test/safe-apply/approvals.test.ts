@@ -205,11 +205,18 @@ describe('safe-apply: approvals', function () {
       }
     });
 
-    it('refuses to approve or reject an applied action (409 action-not-in-queue)', async () => {
+    it('refuses to approve or reject an applied action (409 action-not-in-queue); the approval itself sent again answers 200 and records nothing', async () => {
       expect(applied, 'depends on the previous test').to.not.equal(undefined);
-      expectProblem(await approve(applied.id), 409, 'action-not-in-queue');
+      expectProblem(await approve(applied.id, tenant.keys.write, account, { note: 'a second look' }), 409, 'action-not-in-queue');
+      expectProblem(await approve(applied.id, tenant.keys.admin), 409, 'action-not-in-queue');
       expectProblem(await reject(applied.id, { reason: 'too late' }), 409, 'action-not-in-queue');
-      expect((await approvalOf(svc, tenant.keys.read, account, applied.id)).status).to.equal('applied');
+      // The same request as the approval (same key, same empty body): a client whose answer was lost.
+      const before = await approvalOf(svc, tenant.keys.read, account, applied.id);
+      const again = await approve(applied.id);
+      expect(again.status, again.text).to.equal(200);
+      expect(again.body).to.include({ id: applied.id, status: 'applied', version: before.version });
+      // Nothing recorded: any event would have changed the action's version.
+      expect(await approvalOf(svc, tenant.keys.read, account, applied.id)).to.include({ status: 'applied', version: before.version });
     });
 
     it('refuses to approve a blocked action (409 action-not-in-queue)', async () => {
@@ -341,6 +348,10 @@ describe('safe-apply: approvals', function () {
       expect(listed.status_reason).to.contain('not this quarter');
       expectProblem(await approve(target.id), 409, 'action-not-in-queue');
       expectProblem(await reject(target.id, { reason: 'again' }), 409, 'action-not-in-queue');
+      // The rejection itself sent again (its answer lost) is answered as it was, and records nothing.
+      const again = await reject(target.id, { reason: 'not this quarter' });
+      expect(again.status, again.text).to.equal(200);
+      expect(again.body).to.include({ status: 'rejected', version: listed.version });
       expect((await approvalOf(svc, tenant.keys.read, account, target.id)).status).to.equal('rejected');
     });
 

@@ -372,7 +372,8 @@ const documentWithoutPaths = {
       ActionNotDecidable: {
         description:
           'The action is not `queued` or `returned` (`action-not-in-queue`, with `action_status`), or it changed since the `expected_version` ' +
-          'sent (`action-changed`, with its current `action_version`: read it again and decide on what it is now).',
+          'sent (`action-changed`, with its current `action_version`: read it again and decide on what it is now). ' +
+          'The same request sent again by the same key after its decision was stored (a 503 whose answer was lost) is not refused: it answers 200 and records nothing.',
         headers: requestIdHeader,
         content: { [PROBLEM_MEDIA_TYPE]: { schema: { oneOf: [ref('ActionNotInQueueProblem'), ref('ActionChangedProblem')] } } },
       },

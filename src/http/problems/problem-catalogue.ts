@@ -222,8 +222,8 @@ export const PROBLEM_CATALOGUE = {
   'action-not-in-queue': {
     title: 'The action is not waiting for approval',
     status: 409,
-    when: 'The action was already approved, rejected, applied or expired.',
-    fix: 'Read the action\'s current status; only a queued (or returned) action can be edited, approved or rejected.',
+    when: 'The action was already approved, rejected, applied or expired, by someone else or by another request of yours (another decision, note or edit).',
+    fix: 'Read the action\'s current status; only a queued (or returned) action can be edited, approved or rejected. The very request that decided it, sent again after a 503, answers 200.',
     example: { detail: 'Action 0190a6c2-0000-7000-8000-000000000002 is applied; only a queued (or returned) action can be edited, approved or rejected.', action_status: 'applied' },
   },
   'action-changed': {

@@ -1,6 +1,6 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
-import { ActionNotFoundError, awaitingApproval } from '../../../commands/action/action-lifecycle.ts';
+import { ActionNotFoundError, awaitingApproval, retriesOwnDecision } from '../../../commands/action/action-lifecycle.ts';
 import type { ActionEdit } from '../../../commands/action/action-edit.ts';
 import { platformAccountOf } from '../../../commands/account/platform-account.ts';
 import { loadAccount, loadAction } from '../../../commands/queries.ts';
@@ -105,7 +105,9 @@ async function locateAction(api: ApiContext, principal: Principal, accountId: st
 }
 
 async function respondWithAction(api: ApiContext, ctx: Context, principal: Principal, accountId: string, actionId: string, seq: number | null): Promise<void> {
+  // Nothing appended (the caller's own decision sent again): the read side may not have it yet.
   if (seq !== null) await api.barrier.reach(APPROVALS_PROJECTION, seq);
+  else await api.barrier.catchUp(APPROVALS_PROJECTION);
   const row = await findApproval(api.db, principal.workspaceId, accountId, actionId);
   ctx.body = toApprovalRepresentation(row!, api.config.publicBaseUrl);
 }
@@ -200,6 +202,10 @@ interface ApproveBody {
 async function approveWithEdit(api: ApiContext, target: OnAction, body: ApproveBody) {
   if (!body.edit) return approveAction(api.commands, { ...target, note: body.note ?? '' });
   const action = (await loadAction(api.aggregates, target.workspaceId, target.accountId, target.actionId)).state;
+  // This very request's edit and approval are both stored already (its answer was lost):
+  // nothing to review, nothing to record. Events are never undone, so the loaded state is proof.
+  const request = { decision: 'approved', actor: target.meta.actor, text: body.note ?? '', edit: body.edit, expectedVersion: target.expectedVersion } as const;
+  if (retriesOwnDecision(action, request)) return { appended: [] };
   // An action that left the queue, or is not the version the client saw, answers 409 whatever the edit
   // says (the decider checks both again on append); unless this request's own edit was stored
   // without its approval, when only the approval is recorded (retriesOwnEdit).
