@@ -438,9 +438,10 @@ describe(`process-kill chaos: workers SIGKILLed mid-work (CHAOS_SEED=${SEED})`, 
             const answers = await Promise.all(
               (twice ? [1, 2] : [1]).map(() => request('POST', path, tenant.keys.admin, { note: 'chaos' }).catch((error: Error) => ({ status: 0, body: { error: error.message } }))),
             );
+            // The same request twice at once: both may answer 200, the second for the approval the
+            // first recorded (docs/api.md, "Sending a decision again"); the log must hold one ActionApproved (checked below).
             const ok = answers.filter((a) => a.status === 200).length;
-            if (ok > 1) problems.push(`action ${action.id} approved twice (two 200s)`);
-            if (ok === 1) approvedByUs.add(action.id);
+            if (ok >= 1) approvedByUs.add(action.id);
             for (const a of answers) if (a.status !== 200 && !(a.status === 409 && /action-not-in-queue/.test(String(a.body.type)))) problems.push(`approve ${action.id}: ${a.status} ${JSON.stringify(a.body).slice(0, 200)}`);
           }
         }
