@@ -1,14 +1,9 @@
 import { expect } from 'chai';
-import type { Config } from '../../src/config/config.ts';
 import { streams } from '../../src/event-store/subjects.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { createAccount, createWorkspace, issueKey } from '../../src/operator/operator-commands.ts';
 import type { PlatformAccountRef, PlatformChange } from '../../src/platform/ads-platform.ts';
 import { SandboxPlatform } from '../../src/platform/sandbox/sandbox-platform.ts';
-import { startService, type RunningService } from '../../src/runtime/service.ts';
-import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { LostAckRelay } from '../support/lost-ack-relay.ts';
-import { PrivateNats } from '../support/private-nats.ts';
+import { RelayedServices } from '../support/relayed-services.ts';
 
 /**
  * Human decisions (approve, reject, edit-then-approve) whose event append reaches JetStream but
@@ -38,16 +33,10 @@ const fmt = (a: Answer) => `${a.label} → ${a.proc} ${a.error ?? a.status} ${sl
 
 describe('decisions whose append is stored but whose PubAck is lost', function () {
   this.timeout(90_000);
-  let nats: PrivateNats | undefined;
-  let relay: LostAckRelay | undefined;
-  let config: Config | undefined;
-  let procA: RunningService | undefined;
-  let procB: RunningService | undefined;
+  let pair: RelayedServices | undefined;
   let workspaceId = '';
   const keys = { w1: '', w2: '', read: '' };
   const keyIds = { w1: '', w2: '' };
-  const url: Record<Proc, string> = { A: '', B: '' };
-  const natsStatus: { at: number; type: string }[] = [];
   const platformCalls: { accountId: string; change: PlatformChange }[] = [];
   let originalApplyChange: SandboxPlatform['applyChange'];
 
@@ -58,19 +47,8 @@ describe('decisions whose append is stored but whose PubAck is lost', function (
       platformCalls.push({ accountId: account.accountId, change: structuredClone(change) });
       return originalApplyChange.call(this, account, change);
     };
-    nats = await PrivateNats.start();
-    relay = new LostAckRelay(nats.port);
-    await relay.listen();
-    config = isolatedConfig('lostdecisionack', { NATS_URL: nats.url, ROLES: 'http,projectors,apply-worker' });
-    procB = await startService(config, createLogger('silent'));
-    // A lost answer is known lost sooner than the default 5 s: the test waits for it in every scenario.
-    procA = await startService({ ...config, natsUrl: relay.url, roles: ['http'], natsRequestTimeoutMs: 1500 }, createLogger('silent'));
-    url.A = procA.http!.url;
-    url.B = procB.http!.url;
-    void (async () => {
-      for await (const status of procA!.infrastructure.nc.status()) natsStatus.push({ at: performance.now(), type: status.type });
-    })().catch(() => undefined);
-    const infra = procB.infrastructure;
+    pair = await RelayedServices.start('lostdecisionack', { ROLES: 'http,projectors,apply-worker' });
+    const infra = pair.b.infrastructure;
     workspaceId = (await createWorkspace(infra, 'lost decision ack')).value.id;
     const w1 = (await issueKey(infra, workspaceId, 'write', 'approver 1')).value;
     const w2 = (await issueKey(infra, workspaceId, 'write', 'approver 2')).value;
@@ -82,24 +60,20 @@ describe('decisions whose append is stored but whose PubAck is lost', function (
   });
 
   afterEach(() => {
-    relay?.disarm();
-    relay?.heal();
+    pair?.relay.disarm();
+    pair?.relay.heal();
   });
 
   after(async function () {
     this.timeout(60_000);
     SandboxPlatform.prototype.applyChange = originalApplyChange;
-    await procA?.stop().catch(() => undefined);
-    await procB?.stop().catch(() => undefined);
-    await relay?.close().catch(() => undefined);
-    if (config) await dropIsolated(config).catch(() => undefined);
-    await nats?.dispose().catch(() => undefined);
+    await pair?.stop();
   });
 
   async function send(proc: Proc, label: string, method: string, path: string, key: string, body?: unknown, timeoutMs = 30_000): Promise<Answer> {
     const started = performance.now();
     try {
-      const response = await fetch(`${url[proc]}${path}`, {
+      const response = await fetch(`${pair!.url[proc]}${path}`, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -122,7 +96,7 @@ describe('decisions whose append is stored but whose PubAck is lost', function (
 
   /** A fresh sandbox account with one queued set_target_cpa action on its enabled CPA campaign (proposed through B). */
   async function queuedAction(label: string): Promise<{ account: string; action: any; campaignId: string; original: number }> {
-    const account = (await createAccount(procB!.infrastructure, workspaceId, label, 'sandbox')).value.id;
+    const account = (await createAccount(pair!.b.infrastructure, workspaceId, label, 'sandbox')).value.id;
     const campaigns = await send('B', 'campaigns', 'GET', `/api/v1/accounts/${account}/campaigns`, keys.read);
     expect(campaigns.status, fmt(campaigns)).to.equal(200);
     const cpa = (campaigns.body.data as any[]).find(
@@ -146,7 +120,7 @@ describe('decisions whose append is stored but whose PubAck is lost', function (
 
   /** The action's events as stored (read by B, untouched by the fault). */
   async function actionLog(account: string, actionId: string): Promise<{ type: string; actor: string; data: any }[]> {
-    const { store, aggregates } = procB!.infrastructure;
+    const { store, aggregates } = pair!.b.infrastructure;
     const subject = aggregates.subjectOf(streams.action(workspaceId, account, actionId));
     const out: { type: string; actor: string; data: any }[] = [];
     for await (const { event } of store.readFiltered(subject, 1)) out.push({ type: event.type, actor: `${event.actor.kind}:${event.actor.id}`, data: event.data });
@@ -171,18 +145,18 @@ describe('decisions whose append is stored but whose PubAck is lost', function (
 
   /** Sends a decision to A with the relay armed for its event; asserts the ack really was lost; heals and waits for A's reconnect. */
   async function lostDecision(label: string, path: string, key: string, body: unknown, eventType: string, actionId: string): Promise<{ answer: Answer; swallowed: number }> {
-    const before = relay!.triggers;
-    const triggered = relay!.arm([`"type":"${eventType}"`, actionId]);
+    const before = pair!.relay.triggers;
+    const triggered = pair!.relay.arm([`"type":"${eventType}"`, actionId]);
     const answer = await send('A', label, 'POST', path, key, body);
     const trigger = await Promise.race([triggered, sleep(100).then(() => undefined)]);
-    relay!.disarm();
+    pair!.relay.disarm();
     expect(trigger, `the ${eventType} publish of ${fmt(answer)} never went through the relay: no ack was lost`).to.not.equal(undefined);
-    expect(relay!.triggers).to.equal(before + 1);
-    const swallowed = relay!.swallowedBytes();
+    expect(pair!.relay.triggers).to.equal(before + 1);
+    const swallowed = pair!.relay.swallowedBytes();
     const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
+    expect(pair!.relay.heal(), 'one connection was swallowing').to.equal(1);
     const deadline = performance.now() + 5000;
-    while (!natsStatus.some((s) => s.type === 'reconnect' && s.at > healedAt)) {
+    while (!pair!.statusesOfA.some((s) => s.type === 'reconnect' && s.at > healedAt)) {
       if (performance.now() > deadline) throw new Error('A did not reconnect');
       await sleep(20);
     }

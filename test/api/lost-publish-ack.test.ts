@@ -1,13 +1,10 @@
 import { expect } from 'chai';
-import type { Config } from '../../src/config/config.ts';
 import { streams } from '../../src/event-store/subjects.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createAccount, createWorkspace, issueKey, pauseRunStarts } from '../../src/operator/operator-commands.ts';
-import { startService, type RunningService } from '../../src/runtime/service.ts';
-import { dropIsolated, isolatedConfig } from '../support/isolation.ts';
-import { PrivateNats } from '../support/private-nats.ts';
 import { SeededRandom } from '../support/seeded-random.ts';
-import { LostAckRelay, type LostAckTrigger } from '../support/lost-ack-relay.ts';
+import type { LostAckTrigger } from '../support/lost-ack-relay.ts';
+import { RelayedServices } from '../support/relayed-services.ts';
 
 /**
  * POST /api/v1/runs when the append of its RunQueued reaches JetStream but the PubAck never
@@ -21,7 +18,7 @@ import { LostAckRelay, type LostAckTrigger } from '../support/lost-ack-relay.ts'
  * lets the first client→server chunk holding a RunQueued publish through to nats-server (which
  * stores it) and from then on drops every byte the server sends back on that connection: the
  * PubAck is lost, while A's connection still looks up to nats.js (it pings every 2 minutes).
- * A's publish then times out (nats.js JetStream timeout, 5 s) and A answers the POST. "The fault
+ * A's publish then times out (NATS_REQUEST_TIMEOUT_MS, 1.5 s for A here) and A answers the POST. "The fault
  * ends" is `heal()`: the swallowing connection is destroyed and A reconnects through the relay
  * (nats.js retries every 250 ms), as after a partition heals or a new stream leader is elected.
  *
@@ -96,42 +93,24 @@ function isProblem(a: Answer): boolean {
 describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (LOST_ACK_SEED=${SEED})`, function () {
   this.timeout(45_000);
   const random = new SeededRandom(SEED);
-  let nats: PrivateNats | undefined;
-  let relay: LostAckRelay | undefined;
-  let config: Config | undefined;
-  let procA: RunningService | undefined;
-  let procB: RunningService | undefined;
+  let pair: RelayedServices | undefined;
   let workspaceId = '';
   let writeKey = '';
   let readKey = '';
   let pausedWorkspace = false;
   const aLog: string[] = [];
-  const natsStatus: { at: number; type: string }[] = [];
-  const url: Record<Proc, string> = { A: '', B: '' };
 
   before(async function () {
     this.timeout(60_000);
     console.log(`      LOST_ACK_SEED=${SEED}`);
-    nats = await PrivateNats.start();
-    relay = new LostAckRelay(nats.port);
-    await relay.listen();
-    config = isolatedConfig('lostpublishack', {
-      NATS_URL: nats.url,
-      ROLES: 'http,projectors,agent-worker,apply-worker',
-      AGENT_WORKER_CONCURRENCY: '8',
-      AGENT_MAX_RUNS_PER_WORKSPACE: '8',
-    });
-    procB = await startService(config, createLogger('silent'));
     const destination = { write: (line: string) => void aLog.push(line.trimEnd()) };
-    // A lost answer is known lost sooner than the default 5 s: every scenario waits for it.
-    procA = await startService({ ...config, natsUrl: relay.url, roles: ['http'], natsRequestTimeoutMs: 1500 }, createLogger(LOG_LEVEL, { proc: 'A' }, destination));
-    url.A = procA.http!.url;
-    url.B = procB.http!.url;
-    void (async () => {
-      for await (const status of procA!.infrastructure.nc.status()) natsStatus.push({ at: performance.now(), type: status.type });
-    })().catch(() => undefined);
+    pair = await RelayedServices.start(
+      'lostpublishack',
+      { ROLES: 'http,projectors,agent-worker,apply-worker', AGENT_WORKER_CONCURRENCY: '8', AGENT_MAX_RUNS_PER_WORKSPACE: '8' },
+      createLogger(LOG_LEVEL, { proc: 'A' }, destination),
+    );
 
-    const operator = procB.infrastructure;
+    const operator = pair.b.infrastructure;
     workspaceId = (await createWorkspace(operator, 'lost publish ack')).value.id;
     writeKey = (await issueKey(operator, workspaceId, 'write', 'lost-ack writer')).value.key;
     readKey = (await issueKey(operator, workspaceId, 'read', 'lost-ack reader')).value.key;
@@ -139,19 +118,15 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
 
   afterEach(async () => {
     // A failed scenario must not leave the relay armed or a connection swallowing for the next one.
-    relay?.disarm();
-    relay?.heal();
-    if (pausedWorkspace) await pauseRunStarts(procB!.infrastructure, workspaceId, null, 'lost-ack test: resume').catch(() => undefined);
+    pair?.relay.disarm();
+    pair?.relay.heal();
+    if (pausedWorkspace) await pauseRunStarts(pair!.b.infrastructure, workspaceId, null, 'lost-ack test: resume').catch(() => undefined);
     pausedWorkspace = false;
   });
 
   after(async function () {
     this.timeout(60_000);
-    await procA?.stop().catch(() => undefined);
-    await procB?.stop().catch(() => undefined);
-    await relay?.close().catch(() => undefined);
-    if (config) await dropIsolated(config).catch(() => undefined);
-    await nats?.dispose().catch(() => undefined);
+    await pair?.stop();
   });
 
   // ---- helpers ----
@@ -159,7 +134,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
   async function send(proc: Proc, label: string, method: string, path: string, key: string, options: { body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<Answer> {
     const sentAt = performance.now();
     try {
-      const response = await fetch(`${url[proc]}${path}`, {
+      const response = await fetch(`${pair!.url[proc]}${path}`, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(options.body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers },
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
@@ -218,7 +193,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
 
   /** The account's events as stored (the event log itself, read by B, which the fault never touched). */
   async function accountLog(accountId: string): Promise<{ seq: number; type: string; runId: string | null }[]> {
-    const { store, subjects } = procB!.infrastructure;
+    const { store, subjects } = pair!.b.infrastructure;
     const subject = subjects.forAggregate(streams.account(workspaceId, accountId));
     const events: { seq: number; type: string; runId: string | null }[] = [];
     for await (const { seq, event } of store.readFiltered(subject, 1)) {
@@ -274,9 +249,9 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
   async function reconnectedAfter(since: number, timeoutMs = 5000): Promise<number> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const reconnect = natsStatus.find((s) => s.type === 'reconnect' && s.at > since);
+      const reconnect = pair!.statusesOfA.find((s) => s.type === 'reconnect' && s.at > since);
       if (reconnect) return reconnect.at;
-      if (performance.now() > deadline) throw new Error(`A did not reconnect within ${timeoutMs} ms of the fault's end; statuses: ${JSON.stringify(natsStatus.filter((s) => s.at > since))}`);
+      if (performance.now() > deadline) throw new Error(`A did not reconnect within ${timeoutMs} ms of the fault's end; statuses: ${JSON.stringify(pair!.statusesOfA.filter((s) => s.at > since))}`);
       await sleep(10);
     }
   }
@@ -298,16 +273,16 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
    * replies were dropped). Returns the answer and when the loss began.
    */
   async function postWithLostAck(label: string, body: unknown, idempotencyKey?: string): Promise<{ answer: Answer; trigger: LostAckTrigger; swallowed: number }> {
-    const triggersBefore = relay!.triggers;
-    const triggered = relay!.arm(['RunQueued']);
+    const triggersBefore = pair!.relay.triggers;
+    const triggered = pair!.relay.arm(['RunQueued']);
     const answer = await postRun('A', label, body, idempotencyKey);
     const trigger = await Promise.race([triggered, sleep(100).then(() => undefined)]);
-    relay!.disarm();
+    pair!.relay.disarm();
     // If this fails, the relay never saw the RunQueued publish: the scenario did not happen (e.g. A
     // refused the POST before appending), and nothing below would mean anything.
     expect(trigger, `the RunQueued publish of ${describeAnswer(answer)} did not go through the relay`).to.not.equal(undefined);
-    expect(relay!.triggers).to.equal(triggersBefore + 1);
-    return { answer, trigger: trigger!, swallowed: relay!.swallowedBytes() };
+    expect(pair!.relay.triggers).to.equal(triggersBefore + 1);
+    return { answer, trigger: trigger!, swallowed: pair!.relay.swallowedBytes() };
   }
 
   /** The lines of A's log about the given ids (runs, requests), for evidence. */
@@ -340,7 +315,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     }
   }
 
-  const newAccount = async (name: string): Promise<string> => (await createAccount(procB!.infrastructure, workspaceId, name, 'sandbox')).value.id;
+  const newAccount = async (name: string): Promise<string> => (await createAccount(pair!.b.infrastructure, workspaceId, name, 'sandbox')).value.id;
 
   // ---- scenarios ----
 
@@ -353,7 +328,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     // The write landed although A never heard so: exactly one RunQueued, the lost request's.
 
     const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
+    expect(pair!.relay.heal(), 'one connection was swallowing').to.equal(1);
     await reconnectedAfter(healedAt);
     // Deterministic ordering: the retry comes after the lost request's run has ended (B's agent
     // worker ran it meanwhile), as a client retrying a few seconds later finds it.
@@ -397,7 +372,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
    */
   async function healThenRetryConcurrently(body: Record<string, unknown>, idem: string) {
     const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
+    expect(pair!.relay.heal(), 'one connection was swallowing').to.equal(1);
     const plan = Array.from({ length: CONCURRENT_CLIENTS }, (_, i) => ({ client: i + 1, proc: (i === 0 ? 'A' : random.pick(['A', 'B'])) as Proc, delayMs: random.int(0, 150) }));
     const clients = await Promise.all(
       plan.map(async ({ client, proc, delayMs }) => {
@@ -460,7 +435,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const body = { brief: `Check search-term waste (lost ack 2b, ${random.int(0, 1e6)})`, project_id: account };
     // The workspace's run starts are paused, so the lost request's run stays queued while the
     // clients retry (as it would behind a busy agent pool, or with every worker cut off too).
-    await pauseRunStarts(procB!.infrastructure, workspaceId, 120, 'lost-ack test: keep the lost run queued');
+    await pauseRunStarts(pair!.b.infrastructure, workspaceId, 120, 'lost-ack test: keep the lost run queued');
     pausedWorkspace = true;
 
     const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost)', account, body, idem);
@@ -469,7 +444,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     // Precondition of this scenario: the lost run was still queued while the clients were answered.
     const statusDuringRetries = (await accountLog(account)).filter((e) => e.runId === lostRunId).map((e) => e.type);
 
-    await pauseRunStarts(procB!.infrastructure, workspaceId, null, 'lost-ack test: resume');
+    await pauseRunStarts(pair!.b.infrastructure, workspaceId, null, 'lost-ack test: resume');
     pausedWorkspace = false;
     const runStatus = await waitAccountIdle(account);
     // A client that gave up on the quick retries comes back later with the same key and body.
@@ -519,7 +494,7 @@ describe(`POST /api/v1/runs whose RunQueued is stored but whose PubAck is lost (
     const { answer: first, trigger, swallowed, lostRunId } = await loseAckOf('first (ack lost, no key)', account, body);
 
     const healedAt = performance.now();
-    expect(relay!.heal(), 'one connection was swallowing').to.equal(1);
+    expect(pair!.relay.heal(), 'one connection was swallowing').to.equal(1);
     await reconnectedAfter(healedAt);
     // A client retrying at once, without a key: a second run is plain HTTP semantics (recorded).
     const retry = await postRun('A', 'retry, no key', body);

@@ -170,6 +170,19 @@ class LossyProxy {
   }
 }
 
+/** Both keywords of the fake account's first ad group, enabled, to be paused in one mutate of two operations. */
+const PAUSE_TWO_KEYWORDS = {
+  kind: 'pause_keywords',
+  params: { keyword_ids: ['1111-11111', '1111-11112'] },
+  based_on: {
+    keywords: [
+      { id: '1111-11111', text: 'hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
+      { id: '1111-11112', text: 'waterproof hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
+    ],
+    account_cost_30d: 100,
+  },
+} as const;
+
 describe('Google Ads: a mutate applied whose answer is lost', function () {
   this.timeout(60_000);
   const REQUEST_TIMEOUT_MS = 600;
@@ -313,21 +326,7 @@ describe('Google Ads: a mutate applied whose answer is lost', function () {
   // ---------------------------------------------------------------- pause keywords (update, several operations)
   it('pause keywords: late answer (past the client timeout) -> both paused, applied', async () => {
     const { accountId, customerId } = await newAccount();
-    const id = await proposeAndApprove(
-      accountId,
-      {
-        kind: 'pause_keywords',
-        params: { keyword_ids: ['1111-11111', '1111-11112'] },
-        based_on: {
-          keywords: [
-            { id: '1111-11111', text: 'hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
-            { id: '1111-11112', text: 'waterproof hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
-          ],
-          account_cost_30d: 100,
-        },
-      },
-      'Pause 2 keywords',
-    );
+    const id = await proposeAndApprove(accountId, PAUSE_TWO_KEYWORDS, 'Pause 2 keywords');
     proxy.lose('adGroupCriteria', 'late');
     await startWorker();
     await waitForStatus(svc, readKey, accountId, id, 'applied', 20_000);
@@ -414,21 +413,7 @@ describe('Google Ads: a mutate applied whose answer is lost', function () {
 
   it('pause keywords x2, one refused (partialFailure), every send of the first attempt lost: applied in part, the paused one once', async () => {
     const { accountId, customerId } = await newAccount();
-    const id = await proposeAndApprove(
-      accountId,
-      {
-        kind: 'pause_keywords',
-        params: { keyword_ids: ['1111-11111', '1111-11112'] },
-        based_on: {
-          keywords: [
-            { id: '1111-11111', text: 'hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
-            { id: '1111-11112', text: 'waterproof hiking boots', status: 'enabled', cost_30d: 0, conversions_30d: 0 },
-          ],
-          account_cost_30d: 100,
-        },
-      },
-      'Pause 2 keywords',
-    );
+    const id = await proposeAndApprove(accountId, PAUSE_TWO_KEYWORDS, 'Pause 2 keywords');
     fake.refusedResources.set(`customers/${customerId}/adGroupCriteria/1111~11112`, { errorCode: { adGroupCriterionError: 'CANNOT_MODIFY' }, message: 'The criterion cannot be modified.' });
     try {
       proxy.lose('adGroupCriteria', 'drop', 5);
