@@ -220,6 +220,7 @@ export class Projector {
   private progressAt = 0;
   private deliveryWatch: NodeJS.Timeout | undefined;
   private checkingDeliveries = false;
+  private checkingCheckpoints = false;
   /** The first look of checkDeliveries found no progress: when, and the stream's last sequence then. */
   private deliverySuspect: { readonly at: number; readonly head: number } | undefined;
   /** When the transactions of the batch in hand began (performance.now()); 0 while none run. */
@@ -278,7 +279,10 @@ export class Projector {
     this.loop = this.run();
     this.progressAt = performance.now();
     const stallMs = this.options.deliveryStallMs ?? DELIVERY_STALL_MS;
-    this.deliveryWatch = setInterval(() => void this.checkDeliveries(stallMs), Math.max(50, stallMs / 3));
+    this.deliveryWatch = setInterval(() => {
+      void this.checkDeliveries(stallMs);
+      void this.checkStoredCheckpoints();
+    }, Math.max(50, stallMs / 3));
     this.deliveryWatch.unref();
   }
 
@@ -335,6 +339,38 @@ export class Projector {
       this.options.logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'projector could not read the stream head to check its deliveries; it looks again');
     } finally {
       this.checkingDeliveries = false;
+    }
+  }
+
+  /**
+   * A lost commit (a crash of Postgres, see deferCommitFlush) or a restored database shows
+   * itself to the careful path only when a new event arrives; on a quiet stream the read model
+   * would stay behind what the projector acknowledged, and say it caught up. So the stored
+   * checkpoints are read on the delivery watch's timer too (one small query per projection):
+   * one behind what its lane committed before the read began is taken back as the run loop
+   * does (forgetCommitsAfter, the consumer made again from it).
+   */
+  private async checkStoredCheckpoints(): Promise<void> {
+    if (!this.running || this.checkingCheckpoints || this.remakeConsumer) return;
+    this.checkingCheckpoints = true;
+    try {
+      // What each lane committed before the read: a commit that ends during it is never mistaken for a loss.
+      const committed = this.lanes.map((lane) => lane.status.lastSeq);
+      const stored = await Promise.all(this.lanes.map((lane) => readCheckpoint(this.options.db, lane.projection.name)));
+      const wentBack = this.lanes.flatMap((lane, index) => {
+        const storedSeq = stored[index]?.lastSeq;
+        return storedSeq !== undefined && storedSeq < committed[index]! ? [{ lane, storedSeq, committedSeq: committed[index]! }] : [];
+      });
+      if (wentBack.length === 0 || !this.running) return;
+      for (const { lane, storedSeq } of wentBack) forgetCommitsAfter(lane, storedSeq);
+      this.buffer = [];
+      this.remakeSubscription('projection checkpoint went back (Postgres lost its last commits, or was restored); consuming again from it', {
+        checkpoints: wentBack.map(({ lane, storedSeq, committedSeq }) => ({ projection: lane.projection.name, stored: storedSeq, committed: committedSeq })),
+      });
+    } catch {
+      // Postgres unreachable: the batches' own retries report it, and this looks again on the next tick.
+    } finally {
+      this.checkingCheckpoints = false;
     }
   }
 
