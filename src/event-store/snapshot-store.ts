@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { EventSigner } from '../events/signing/event-signer.ts';
 import type { Snapshot, SnapshotCache } from './aggregate-repository.ts';
@@ -33,8 +34,11 @@ export class SnapshotStore implements SnapshotCache {
     this.key = key;
   }
 
-  /** @param signer the process's event signer, whose key the MACs are keyed from; undefined: no snapshots. */
-  static async open(nc: NatsConnection, bucket: string, replicas: number, signer: EventSigner | undefined): Promise<SnapshotStore> {
+  /**
+   * @param nc a JetStream client carries the configured request timeout (NATS_REQUEST_TIMEOUT_MS) to every read and write; a connection gets nats.js's 5 s
+   * @param signer the process's event signer, whose key the MACs are keyed from; undefined: no snapshots.
+   */
+  static async open(nc: NatsConnection | JetStreamClient, bucket: string, replicas: number, signer: EventSigner | undefined): Promise<SnapshotStore> {
     const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
     return new SnapshotStore(kv, bucket, signer?.deriveKey(SNAPSHOT_KEY_PURPOSE) ?? null);
   }

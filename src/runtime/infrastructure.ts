@@ -65,9 +65,9 @@ export async function openInfrastructure(config: Config, clientName: string, opt
     const subjects = new Subjects(config.subjectPrefix);
     // Each step is idempotent, and a cluster under load or electing a leader may not answer at once.
     await duringStartup(() => ensureEventStream(jsm, { name: config.eventStream, subjects: [subjects.all], replicas: config.streamReplicas }));
-    const snapshots = await duringStartup(() => SnapshotStore.open(nc, `${config.eventStream}_snapshots`, config.streamReplicas, loaded.signer));
+    const snapshots = await duringStartup(() => SnapshotStore.open(js, `${config.eventStream}_snapshots`, config.streamReplicas, loaded.signer));
     const store = new JetStreamEventStore(js, jsm, config.eventStream, { signer: loaded.signer, onReadStall: options.onReadStall });
-    const signing = await duringStartup(() => openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded }));
+    const signing = await duringStartup(() => openEventSigning({ nc: js, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded }));
     // From here on every reader of this store believes only events signed by a known key
     // (or legacy events from before signing); anything else is quarantined or marked.
     store.admission.useAuthenticity(signing.verifier);

@@ -56,7 +56,7 @@ export async function openReaderInfrastructure(config: Config, clientName: strin
     const subjects = new Subjects(config.subjectPrefix);
     const store = new JetStreamEventStore(js, jsm, config.eventStream);
     // Without a signer, openEventSigning only reads the activation record (when this user may).
-    const signing = await openEventSigning({ nc, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded: { signer: undefined, keys } });
+    const signing = await openEventSigning({ nc: js, store, stream: config.eventStream, filter: subjects.all, replicas: config.streamReplicas, loaded: { signer: undefined, keys } });
     store.admission.useAuthenticity(signing.verifier);
     if (options.database) database = await openDatabase(config.databaseUrl, config.databaseSchema, 4, { createSchema: false });
     const opened = database;

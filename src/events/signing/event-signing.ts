@@ -1,4 +1,5 @@
 import { Kvm, type KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { JetStreamEventStore as EventStore } from '../../event-store/jetstream-event-store.ts';
 import { EventSigner } from './event-signer.ts';
@@ -62,7 +63,8 @@ export interface EventSigning {
  * and verifiable, else learns it from the first signed event it reads (audit from sequence 1).
  */
 export async function openEventSigning(options: {
-  readonly nc: NatsConnection;
+  /** A JetStream client carries the configured request timeout (NATS_REQUEST_TIMEOUT_MS); a connection gets nats.js's 5 s. */
+  readonly nc: NatsConnection | JetStreamClient;
   readonly store: EventStore;
   readonly stream: string;
   readonly filter: string;
