@@ -361,17 +361,25 @@ export class Projector {
         const storedSeq = stored[index]?.lastSeq;
         return storedSeq !== undefined && storedSeq < committed[index]! ? [{ lane, storedSeq, committedSeq: committed[index]! }] : [];
       });
-      if (wentBack.length === 0 || !this.running) return;
-      for (const { lane, storedSeq } of wentBack) forgetCommitsAfter(lane, storedSeq);
-      this.buffer = [];
-      this.remakeSubscription('projection checkpoint went back (Postgres lost its last commits, or was restored); consuming again from it', {
-        checkpoints: wentBack.map(({ lane, storedSeq, committedSeq }) => ({ projection: lane.projection.name, stored: storedSeq, committed: committedSeq })),
-      });
+      if (wentBack.length > 0 && this.running) this.takeBack(wentBack);
     } catch {
       // Postgres unreachable: the batches' own retries report it, and this looks again on the next tick.
     } finally {
       this.checkingCheckpoints = false;
     }
+  }
+
+  /**
+   * Lanes whose stored checkpoint is behind what they committed believe Postgres again, and the
+   * consumer is made again from the lowest checkpoint. What is buffered was delivered after the
+   * acknowledged sequences that now have to come again: useless until they have.
+   */
+  private takeBack(wentBack: readonly { readonly lane: Lane; readonly storedSeq: number; readonly committedSeq: number }[]): void {
+    for (const { lane, storedSeq } of wentBack) forgetCommitsAfter(lane, storedSeq);
+    this.buffer = [];
+    this.remakeSubscription('projection checkpoint went back (Postgres lost its last commits, or was restored); consuming again from it', {
+      checkpoints: wentBack.map(({ lane, storedSeq, committedSeq }) => ({ projection: lane.projection.name, stored: storedSeq, committed: committedSeq })),
+    });
   }
 
   /**
@@ -675,19 +683,11 @@ export class Projector {
       }
       const wentBack = errors.filter((error): error is CheckpointWentBackError => error instanceof CheckpointWentBackError);
       if (wentBack.length > 0) {
-        for (const error of wentBack) {
-          const lane = this.lanes.find((candidate) => candidate.projection.name === error.projection)!;
-          forgetCommitsAfter(lane, error.storedSeq);
-        }
         for (const { delivery } of [...current.messages, ...(next?.messages ?? [])]) delivery.nak();
         batch = undefined;
         next = undefined;
         pending = [];
-        // Delivered after the acknowledged sequences that now have to come again: useless until they have.
-        this.buffer = [];
-        this.remakeSubscription('projection checkpoint went back (Postgres lost its last commits, or was restored); consuming again from it', {
-          checkpoints: wentBack.map(({ projection, storedSeq, committedSeq }) => ({ projection, stored: storedSeq, committed: committedSeq })),
-        });
+        this.takeBack(wentBack.map(({ projection, storedSeq, committedSeq }) => ({ lane: this.lanes.find((lane) => lane.projection.name === projection)!, storedSeq, committedSeq })));
         continue;
       }
       if (errors.some((error) => error instanceof SequenceGapError)) {
